@@ -1,0 +1,1 @@
+"""LLM engines behind one async `Backend` protocol (see `actors.base`)."""

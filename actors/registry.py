@@ -1,0 +1,47 @@
+"""Engines registered by name; `build_backend(engine, model, args)` makes one inside its host process."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from typing import Any
+
+from actors.base import Backend
+
+BackendFactory = Callable[..., Backend]
+_ENGINES: dict[str, BackendFactory] = {}
+
+
+def backend(name: str) -> Callable[[BackendFactory], BackendFactory]:
+    """Register an engine factory under `name`; the factory takes `model=` and the engine's args."""
+
+    def deco(factory: BackendFactory) -> BackendFactory:
+        _ENGINES[name] = factory
+        return factory
+
+    return deco
+
+
+def engine_names() -> list[str]:
+    _load_builtins()
+    return sorted(_ENGINES)
+
+
+def unknown_name_message(kind: str, name: str, known: list[str]) -> str:
+    """'unknown engine 'simulatd' (did you mean 'simulated'?; known: ...)' — shared by every registry."""
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    return f"unknown {kind} '{name}'{hint}; known: {', '.join(known)}"
+
+
+def build_backend(engine: str, model: str, args: dict[str, Any] | None = None) -> Backend:
+    """Instantiate engine `engine` serving `model`. Heavy engines import their libraries here, lazily."""
+    _load_builtins()
+    if engine not in _ENGINES:
+        raise KeyError(unknown_name_message("engine", engine, sorted(_ENGINES)))
+    return _ENGINES[engine](model=model, **(args or {}))
+
+
+def _load_builtins() -> None:
+    # Importing the modules registers them; none of them imports a heavy engine at module level.
+    import actors.simulated  # noqa: F401

@@ -1,0 +1,296 @@
+"""Simulated agent population: a `Backend` whose agents behave like LLM debaters, with no model at all.
+
+Like inspect_ai's mockllm, but behaviourally meaningful, so routers can be compared. A reply is a pure
+function of (model, request seed, hints): the rng is seeded by the request seed, a stable hash of the
+model name and the call's identity (item, agent, round, phase) — never the peers, so routers that show
+an agent different peers still use common random numbers. Behaviour per request (hints: see `Hints`):
+- Item profile, shared by all agents and models (stable hash of (item, gold)): difficulty d in [0, 1]
+  and `distractors` wrong answers (numeric: gold±1, ±2, ±10, ×2, ×10, /2, non-negative if gold is;
+  choice: the other letters) with fixed popularities, so wrong agents often agree on a misconception.
+- Round 0 ("initial", "sample", unknown phases): right with probability
+  clip(skill - 0.3 (d - 0.5), 0.02, 0.98), else a distractor drawn by popularity.
+- Confidence 1..5: at rate `calibration` from overlapping distributions (right: mostly 4-5, wrong:
+  mostly 1-3), else uniform; after a debate round, +1 when most peers agree.
+- "update"/"revise" with peers: an answer's support = the peers' confidences behind it (plus own
+  confidence for the own answer). Switch to the best-supported alternative with probability
+  (1 - stubbornness) min(1, 2 pull share) (0.75 if own is right), share = its support / (its + own).
+  A wrong agent not swayed may still adopt a gold some peer holds ((1 - stubbornness) 0.15 skill) or
+  self-correct ((1 - stubbornness) 0.05 skill). No peers: fix a wrong answer with probability
+  (1 - stubbornness) 0.1 skill, break a right one with (1 - stubbornness) 0.03 (1 - skill).
+- "critique": `{"critiques": [one line per peer], "answer": own, "confidence": c}`. No gold in the
+  hints (missing or garbled): a blind guess (a random letter or small integer), any confidence.
+- Text: `{"reasoning", "answer", "confidence"}` JSON, bare or in a ```json fence (sometimes with a
+  sentence after it); at `malformed_rate`: truncated JSON (finish "length"), prose, or no confidence.
+- Tokens: prompt = ceil(message chars * tokens_per_char) + 4 per message; completion likewise (cut at
+  `max_tokens`: finish "length"). `latency_s` > 0: one `asyncio.sleep` per batch, wall time reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache, partial
+from typing import Any
+
+import numpy as np
+
+from actors.base import ChatRequest, Completion, Timer
+from actors.registry import backend
+
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# Calibrated confidence 1..5: overlapping, so confidence is evidence of correctness but not proof.
+_CONF_RIGHT = np.cumsum([0.0, 0.05, 0.15, 0.40, 0.40])  # cumulative, for searchsorted
+_CONF_WRONG = np.cumsum([0.15, 0.30, 0.30, 0.20, 0.05])
+_CONF_UNIFORM = np.cumsum([0.2] * 5)
+_SAY = {
+    "initial": (
+        "Working through the problem step by step, the result comes out to {a}.",
+        "I set up the relevant quantities and solved for the unknown, which gives {a}.",
+        "Checking each step of the calculation again, I arrive at {a}.",
+        "The key constraint in the question pins the answer down to {a}.",
+    ),
+    "kept": (
+        "After reviewing the other agents' answers, I still believe {a} is right.",
+        "I re-checked my work against the other responses and {a} still holds.",
+    ),
+    "switched": (
+        "The other agents' reasoning is convincing; I revise my answer to {a}.",
+        "I found a slip in my earlier work, and the answer {a} from the others is correct.",
+        "Reconsidering with the others' arguments in mind, {a} is better supported.",
+    ),
+    "fixed": (
+        "Re-checking my own work, I found an error; the answer should be {a}.",
+        "On a second pass my earlier answer does not hold up; it is {a}.",
+    ),
+    "blind": ("I am not sure what is being asked, so my best guess is {a}.",),
+}
+_FLAWS = ("drops a term in the calculation", "misreads the question", "makes an arithmetic slip")
+_TRAILERS = ("I am fairly confident in this.", "This matches a quick sanity check.", "Happy to revisit it.")
+_PROSE = ("This problem needs more careful thought than I can give it now.", "There are several ways in.")
+
+
+def stable_hash(*parts: object) -> int:
+    """A 64-bit hash of `parts`, the same in every process (unlike the salted built-in `hash`)."""
+    data = "\x1f".join(str(p) for p in parts).encode()
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
+
+
+def _pick(rng: np.random.Generator, options: Sequence[str]) -> str:
+    return options[int(rng.integers(len(options)))]
+
+
+def _int(x: object, default: int) -> int:
+    return int(x) if isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x) else default
+
+
+def _pair(x: object) -> tuple[str | None, int] | None:  # one `[answer, confidence]`; None if garbled
+    if not isinstance(x, list | tuple) or len(x) != 2:
+        return None
+    answer = str(x[0]).strip() if x[0] is not None else None
+    return (answer or None), min(5, max(1, _int(x[1], 3)))
+
+
+@dataclass(frozen=True)
+class Hints:
+    """The request's hints, read defensively: garbled fields fall back to round 0 with no gold."""
+
+    agent: int = 0
+    round: int = 0
+    phase: str = "initial"
+    kind: str = "numeric"
+    gold: str | None = None
+    n_choices: int = 4
+    item: str = ""
+    own: tuple[str | None, int] | None = None
+    peers: tuple[tuple[str, int], ...] = ()
+
+    @classmethod
+    def read(cls, raw: object) -> Hints:
+        if not isinstance(raw, Mapping):
+            return cls()
+        gold = raw.get("gold")
+        peers = raw.get("peers")
+        pairs = [_pair(p) for p in peers] if isinstance(peers, list | tuple) else []
+        return cls(
+            agent=_int(raw.get("agent"), 0),
+            round=_int(raw.get("round"), 0),
+            phase=str(raw.get("phase", "initial")),
+            kind=str(raw.get("kind")) if raw.get("kind") in ("numeric", "choice", "math") else "numeric",
+            gold=gold.strip() if isinstance(gold, str) and gold.strip() else None,
+            n_choices=min(26, max(2, _int(raw.get("n_choices"), 4))),
+            item=str(raw.get("item", "")),
+            own=_pair(raw.get("own")),
+            peers=tuple((p[0], p[1]) for p in pairs if p is not None and p[0] is not None),
+        )
+
+
+def _fmt(v: float) -> str:
+    return str(int(v)) if v == int(v) and abs(v) < 1e15 else f"{v:.6f}".rstrip("0").rstrip(".")
+
+
+def _candidates(kind: str, gold: str, n_choices: int, k: int) -> list[str]:
+    """Wrong answers a real model plausibly gives for this gold, most common slips first."""
+    if kind == "choice" and len(gold) == 1 and gold.upper() in _LETTERS:
+        return [c for c in _LETTERS[: max(n_choices, _LETTERS.index(gold.upper()) + 1)] if c != gold.upper()]
+    try:
+        g = float(gold)
+    except ValueError:
+        g = math.nan
+    if not math.isfinite(g):  # a non-numeric (LaTeX) gold: structural slips
+        return [f"{gold}+1", f"2({gold})", f"({gold})^2", f"{gold}-1", f"\\frac{{{gold}}}{{2}}"]
+    raw = [g + 1, g - 1, g * 2, g + 10, g - 10, g + 2, g - 2, g * 10, g / 2, -g]
+    raw += [g + j for j in range(3, k + 10)]  # filler, so any `distractors` count k can be met
+    return list(dict.fromkeys(_fmt(v) for v in raw if math.isfinite(v) and v != g and (v >= 0 or g < 0)))
+
+
+@lru_cache(maxsize=65536)
+def item_profile(item: str, gold: str, kind: str, n_choices: int, k: int) -> tuple[float, tuple[str, ...]]:
+    """(difficulty, distractors): the same for every agent and model, from a hash of (item, gold)."""
+    rng = np.random.default_rng(stable_hash("item", item, gold))
+    difficulty = float(rng.random())
+    cands = _candidates(kind, gold, n_choices, k)
+    head = cands[:6]  # the common slips, shuffled per item; fillers only pad short lists
+    rng.shuffle(head)
+    return difficulty, tuple((head + cands[6:])[:k])
+
+
+@backend("simulated")
+class SimulatedBackend:
+    """A population of simulated debaters served under one model name (see the module docstring)."""
+
+    def __init__(
+        self,
+        model: str,
+        skill: float = 0.6,
+        calibration: float = 0.8,
+        pull: float = 0.5,
+        stubbornness: float = 0.3,
+        malformed_rate: float = 0.02,
+        distractors: int = 3,
+        tokens_per_char: float = 0.25,
+        latency_s: float = 0.0,
+    ) -> None:
+        unit = dict(skill=skill, calibration=calibration, pull=pull, stubbornness=stubbornness)
+        for name, v in {**unit, "malformed_rate": malformed_rate}.items():
+            if not 0.0 <= v <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {v}")
+        if not isinstance(distractors, int) or not 1 <= distractors <= 20:
+            raise ValueError(f"distractors must be an int in [1, 20], got {distractors}")
+        if not tokens_per_char > 0:
+            raise ValueError(f"tokens_per_char must be > 0, got {tokens_per_char}")
+        if not latency_s >= 0:
+            raise ValueError(f"latency_s must be >= 0, got {latency_s}")
+        if not isinstance(model, str) or not model:
+            raise ValueError("model must be a non-empty string")
+        self.model, self.skill, self.calibration, self.pull = model, skill, calibration, pull
+        self.stubbornness, self.malformed_rate, self.distractors = stubbornness, malformed_rate, distractors
+        self.tokens_per_char, self.latency_s = tokens_per_char, latency_s
+        self._model_key = stable_hash("model", model)
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        """One completion per request, in order; awaits `latency_s` once per batch when it is > 0."""
+        with Timer() as timer:
+            if self.latency_s > 0:
+                await asyncio.sleep(self.latency_s)
+            out = [self._complete(r) for r in requests]
+        if self.latency_s > 0:  # zero latency reports 0.0, keeping completions exactly reproducible
+            out = [replace(c, latency_s=timer.elapsed) for c in out]
+        return out
+
+    def _complete(self, req: ChatRequest) -> Completion:
+        h = Hints.read(req.hints)
+        seed = int(req.seed or 0) & (2**64 - 1)  # negative or oversized seeds still seed
+        rng = np.random.default_rng([seed, self._model_key, stable_hash(h.item, h.agent, h.round, h.phase)])
+        payload = self._decide(rng, h)
+        text, finish = self._render(rng, payload)
+        completion_tokens = math.ceil(len(text) * self.tokens_per_char)
+        if completion_tokens > max(1, req.max_tokens):  # what an engine does at its token limit
+            text, finish = text[: int(max(1, req.max_tokens) / self.tokens_per_char)], "length"
+            completion_tokens = math.ceil(len(text) * self.tokens_per_char)
+        chars = sum(len(m.content) for m in req.messages)
+        prompt_tokens = math.ceil(chars * self.tokens_per_char) + 4 * len(req.messages)
+        return Completion(text, prompt_tokens, completion_tokens, finish_reason=finish, model=self.model)
+
+    def _decide(self, rng: np.random.Generator, h: Hints) -> dict[str, Any]:
+        """The reply's content (reasoning, answer, confidence; critiques for a critique call)."""
+        if h.gold is None:  # no gold knowledge: a blind guess
+            guess = _LETTERS[int(rng.integers(h.n_choices))] if h.kind == "choice" else str(rng.integers(100))
+            return _payload(rng, h, "blind", guess, int(rng.integers(1, 6)))
+        difficulty, wrong = item_profile(h.item, h.gold, h.kind, h.n_choices, self.distractors)
+        u = rng.random(5)  # drawn up front: the same numbers whatever branch the peers lead to
+        right = partial(_same, b=h.gold)
+        popularity = np.cumsum(0.55 ** np.arange(len(wrong)))  # the first is the common misconception
+        slip = wrong[int(np.searchsorted(popularity, u[1] * popularity[-1], side="right"))]
+        p0 = min(0.98, max(0.02, self.skill - 0.3 * (difficulty - 0.5)))
+        fresh = h.gold if u[0] < p0 else slip  # the round-0 answer
+        if h.phase not in ("update", "revise", "critique"):
+            return _payload(rng, h, "initial", fresh, self._confidence(rng, right(fresh)))
+        own = h.own[0] if h.own and h.own[0] is not None else fresh  # none readable before: start afresh
+        own_conf = h.own[1] if h.own else 3
+        if h.phase == "critique":
+            return _payload(rng, h, "critique", own, self._confidence(rng, right(own)))
+        move, tag, answer = 1.0 - self.stubbornness, "kept", own
+        support = {a: sum(c for b, c in h.peers if b == a) for a, _ in h.peers}
+        alts = [(s, a) for a, s in support.items() if not _same(a, own)]
+        s_best, best = max(alts, default=(0, own))  # no alternative: share 0, never switches
+        share = s_best / (s_best + own_conf + support.get(own, 0))
+        if u[2] < move * min(1.0, 2 * self.pull * share) * (0.75 if right(own) else 1.0):
+            tag, answer = "switched", best
+        if tag == "kept" and not right(own):
+            seen_gold = any(right(a) for a, _ in h.peers)
+            fix = (0.15 * seen_gold + 0.05) * self.skill if h.peers else 0.1 * self.skill
+            if u[3] < move * fix:
+                tag, answer = ("switched" if seen_gold else "fixed"), h.gold
+        elif tag == "kept" and not h.peers and u[4] < move * 0.03 * (1 - self.skill):
+            tag, answer = "fixed", slip  # self-refinement that talks itself out of a right answer
+        conf = self._confidence(rng, right(answer))
+        if h.peers and 2 * sum(_same(a, answer) for a, _ in h.peers) > len(h.peers):
+            conf = min(5, conf + 1)  # agreement emboldens
+        return _payload(rng, h, tag, answer, conf)
+
+    def _confidence(self, rng: np.random.Generator, correct: bool) -> int:
+        p = (_CONF_RIGHT if correct else _CONF_WRONG) if rng.random() < self.calibration else _CONF_UNIFORM
+        return min(5, int(np.searchsorted(p, rng.random() * p[-1], side="right")) + 1)
+
+    def _render(self, rng: np.random.Generator, payload: dict[str, Any]) -> tuple[str, str]:
+        """(text, finish_reason): the payload as a model would write it, or malformed at `malformed_rate`."""
+        body = json.dumps(payload)
+        style, r = int(rng.integers(4)), rng.random()
+        if r < self.malformed_rate:
+            broken = int(rng.integers(3))
+            if broken == 0:  # cut off before the confidence: a reply that hit its token limit
+                cut = int(rng.integers(1, body.index('"confidence"')))
+                return ("```json\n" if style % 2 else "") + body[:cut], "length"
+            if broken == 1:
+                return _pick(rng, _PROSE), "stop"
+            body = json.dumps({k: v for k, v in payload.items() if k != "confidence"})
+        fenced = f"```json\n{body}\n```"
+        return (body, fenced, fenced, f"{fenced}\n{_pick(rng, _TRAILERS)}")[style], "stop"
+
+
+def _payload(rng: np.random.Generator, h: Hints, tag: str, answer: str, conf: int) -> dict[str, Any]:
+    """The reply's fields: a templated reasoning sentence (or per-peer critiques), answer, confidence."""
+    label = f"option {answer}" if h.kind == "choice" else answer
+    if tag != "critique":
+        return {"reasoning": _pick(rng, _SAY[tag]).format(a=label), "answer": answer, "confidence": conf}
+    critiques = [
+        f"Peer {k + 1} also reaches {a}; the argument holds."
+        if _same(a, answer)
+        else f"Peer {k + 1} answers {a}, but {_pick(rng, _FLAWS)}."
+        for k, (a, _) in enumerate(h.peers)
+    ]
+    return {"critiques": critiques, "answer": answer, "confidence": conf}
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    """Whether two canonical answers agree (numbers compared by value: "18" == "18.0")."""
+    if a is None or b is None:
+        return False
+    try:
+        return a.strip() == b.strip() or float(a) == float(b)
+    except ValueError:
+        return False

@@ -1,0 +1,1 @@
+"""Debate domain core: state, the episode loop, protocols, routers, prompts, parsing, vote."""

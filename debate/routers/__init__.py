@@ -1,0 +1,6 @@
+"""Routers decide who sees whom each round. Importing this package registers the built-in ones."""
+
+from debate.routers.base import ROUTERS, Router
+from debate.routers.fixed import FixedRouter, RandomRouter
+
+__all__ = ["ROUTERS", "FixedRouter", "RandomRouter", "Router"]

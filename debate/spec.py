@@ -1,0 +1,103 @@
+"""Frozen `(name, args)` specs and name registries: one spec object feeds the episode id hash, the
+`method_spec` column, MLflow params and Optuna — so they can never drift apart."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import inspect
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+def canonical_json(value: Any) -> str:
+    """Byte-stable JSON: sorted keys, no whitespace. The input of every id hash."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def stable_hash(value: Any, length: int = 16) -> str:
+    """A short hex digest of `canonical_json(value)`, stable across processes and machines."""
+    return hashlib.blake2b(canonical_json(value).encode(), digest_size=32).hexdigest()[:length]
+
+
+def derive_seed(*parts: Any) -> int:
+    """A 31-bit seed from any parts (engines take int32 seeds)."""
+    return int(stable_hash(list(parts), 8), 16) & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A registered component's name and its fully resolved arguments (defaults filled in)."""
+
+    name: str
+    args: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        return dict(self.args)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "args": self.kwargs}
+
+    def label(self) -> str:
+        """A short human label, e.g. `fixed(topology=ring)`."""
+        inner = ",".join(f"{k}={v}" for k, v in self.args)
+        return f"{self.name}({inner})" if inner else self.name
+
+
+def closest(name: str, known: list[str]) -> str:
+    """' (did you mean 'x'?)' or ''."""
+    close = difflib.get_close_matches(name, known, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+class Registry(Generic[T]):
+    """Factories registered by name. `build(name, args)` checks the argument names against the
+    factory's signature (did-you-mean on typos) and returns the product with its resolved `Spec`."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._factories: dict[str, Callable[..., T]] = {}
+
+    def register(self, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
+        def deco(factory: Callable[..., T]) -> Callable[..., T]:
+            self._factories[name] = factory
+            return factory
+
+        return deco
+
+    def names(self) -> list[str]:
+        return sorted(self._factories)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._factories
+
+    def resolve(self, name: str, args: Mapping[str, Any] | None = None) -> Spec:
+        """The spec with every default filled in; raises ValueError naming the bad name or argument."""
+        if name not in self._factories:
+            raise ValueError(
+                f"unknown {self.kind} '{name}'{closest(name, self.names())}; known: {', '.join(self.names())}"
+            )
+        params = inspect.signature(self._factories[name]).parameters
+        given = dict(args or {})
+        for key in given:
+            if key not in params:
+                raise ValueError(
+                    f"{self.kind} '{name}' has no argument '{key}'{closest(key, list(params))}; "
+                    f"it takes: {', '.join(params) or 'no arguments'}"
+                )
+        resolved = {
+            k: given.get(k, p.default) for k, p in params.items() if k in given or p.default is not p.empty
+        }
+        missing = [k for k, p in params.items() if k not in resolved]
+        if missing:
+            raise ValueError(f"{self.kind} '{name}' needs argument(s): {', '.join(missing)}")
+        return Spec(name, tuple(sorted(resolved.items())))
+
+    def build(self, name: str, args: Mapping[str, Any] | None = None) -> T:
+        spec = self.resolve(name, args)
+        return self._factories[name](**spec.kwargs)

@@ -1,0 +1,1 @@
+"""Declarative Optuna search spaces (YAML)."""

@@ -1,0 +1,1 @@
+"""Sweep driver: CLI, config, Ray scheduling, Parquet results and MLflow tracking."""

@@ -1,0 +1,134 @@
+"""The `sweep` command: validate, plan and run debate sweeps.
+
+Exit codes: 0 success; 2 bad config or usage (one line naming the field and the fix, nothing
+written); 1 a failure while running."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from sweep.config import ConfigError, SweepConfig, load_config
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="sweep", description="Multi-agent debate sweeps on Ray, logged to MLflow."
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def with_config(name: str, help: str) -> argparse.ArgumentParser:
+        s = sub.add_parser(name, help=help)
+        s.add_argument("config", help="sweep YAML, e.g. examples/quickstart.yaml")
+        s.add_argument(
+            "--set",
+            dest="overrides",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="override a config value, e.g. --set rounds=3 --set datasets.0.limit=5",
+        )
+        s.add_argument("--out", help="output dir (overrides output_dir)")
+        return s
+
+    with_config("validate", "check a config; changes nothing")
+    with_config("plan", "show the expanded grid with episode and call counts; changes nothing")
+    run = with_config("run", "run every episode not stored yet, then log to MLflow")
+    run.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else a local Ray)")
+    run.add_argument(
+        "--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI, else sqlite in --out)"
+    )
+    run.add_argument("--no-tracking", action="store_true", help="skip MLflow")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    # Off a terminal rich assumes 80 columns; logs (ray job logs, CI) read better unwrapped.
+    out = Console(soft_wrap=True) if sys.stdout.isatty() else Console(width=160, soft_wrap=True)
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        cfg = load_config(args.config, args.overrides, args.out)
+        if args.command == "validate":
+            out.print(f"ok: {args.config} is a valid sweep config (sweep id {cfg.identity()})")
+            return 0
+        from sweep.plan import build_plan
+
+        plan = build_plan(cfg)
+        if args.command == "plan":
+            out.print(_plan_table(cfg, plan))
+            out.print(
+                f"{len(plan.groups)} groups, {len(plan.tasks)} episodes, up to {plan.calls()} model calls"
+            )
+            return 0
+        if args.no_tracking:
+            cfg = cfg.model_copy(update={"tracking": cfg.tracking.model_copy(update={"enabled": False})})
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)  # plain print: one line, never wrapped
+        return 2
+    return _run(cfg, args, out, err)
+
+
+def _run(cfg: SweepConfig, args: argparse.Namespace, out: Console, err: Console) -> int:
+    from sweep.runner import run_sweep, summary_table
+
+    try:
+        outcome = run_sweep(cfg, tracking_uri=args.tracking_uri, address=args.address, console=err)
+    except KeyboardInterrupt:
+        err.print("interrupted: finished episodes are stored; rerun the same command to continue")
+        return 1
+    except Exception as e:
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    simulated = all(cfg.models[m].engine == "simulated" for m in cfg.team())
+    out.print(summary_table(outcome.summary, simulated))
+    out.print(
+        f"episodes: {outcome.planned} planned, {outcome.skipped} already stored, "
+        f"{outcome.stats.done if outcome.stats else 0} run now"
+    )
+    out.print(f"results: {outcome.out_dir}/episodes, {outcome.out_dir}/turns (Parquet)")
+    if outcome.tracking_uri:
+        out.print(
+            f"mlflow: {outcome.tracking_uri} (parent run {outcome.parent_run_id}); "
+            f"view with: mlflow ui --backend-store-uri {outcome.tracking_uri} --host 127.0.0.1"
+        )
+    if outcome.stats and outcome.stats.failures:
+        err.print(
+            f"[red]{len(outcome.stats.failures)} episode(s) failed[/]; rerun to retry them. First: "
+            f"{outcome.stats.failures[0]}",
+            highlight=False,
+        )
+        return 1
+    return 0
+
+
+def _plan_table(cfg: SweepConfig, plan: object) -> Table:
+    from sweep.plan import Plan
+
+    assert isinstance(plan, Plan)
+    table = Table(title=f"plan: {cfg.name} (sweep id {cfg.identity()})")
+    for col in ("method", "dataset", "seed", "agents", "rounds", "episodes", "calls"):
+        table.add_column(col)
+    counts: dict[str, int] = {}
+    for t in plan.tasks:
+        counts[t.group.key] = counts.get(t.group.key, 0) + 1
+    for g in plan.groups:
+        n = counts.get(g.key, 0)
+        table.add_row(
+            g.method.spec.label(),
+            f"{g.dataset.name}/{g.dataset.split}",
+            str(g.seed),
+            str(len(g.seats)),
+            str(g.rounds),
+            str(n),
+            str(n * len(g.seats) * (g.rounds + 1)),
+        )
+    return table
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Expand a sweep config into episode tasks with deterministic ids; count episodes and calls."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from data.registry import load_benchmark
+from data.types import Sample
+from debate.methods import Method, build_method
+from debate.spec import canonical_json, stable_hash
+from sweep.config import ConfigError, DatasetSpec, SweepConfig
+
+
+@dataclass(frozen=True)
+class Group:
+    """One MLflow child run: a method spec on a dataset under a seed."""
+
+    key: str
+    method: Method
+    method_spec: dict[str, Any]
+    dataset: DatasetSpec
+    seed: int
+    seats: tuple[str, ...]  # model name per seat
+
+    @property
+    def run_name(self) -> str:
+        return f"{self.method.spec.label()} | {self.dataset.name}/{self.dataset.split} | seed {self.seed}"
+
+    @property
+    def rounds(self) -> int:
+        return int(self.method_spec["rounds"])
+
+
+@dataclass(frozen=True)
+class EpisodeTask:
+    episode_id: str
+    group: Group
+    sample: Sample
+
+
+@dataclass(frozen=True)
+class Plan:
+    groups: list[Group]
+    tasks: list[EpisodeTask]
+
+    def calls(self) -> int:
+        """Model calls if every episode runs in full (the `update` protocol: one call per seat per round)."""
+        return sum(len(t.group.seats) * (t.group.rounds + 1) for t in self.tasks)
+
+
+def resolved_method_spec(cfg: SweepConfig, method: Method) -> dict[str, Any]:
+    """The method as it will actually run: its args, protocol, team and rounds."""
+    team = cfg.team()
+    n = method.team_size(len(team))
+    return {
+        "name": method.spec.name,
+        "args": method.spec.kwargs,
+        "protocol": method.protocol if method.router is not None else "none",
+        "rounds": method.num_rounds(cfg.rounds) if method.router is not None else 0,
+        "n_agents": n,
+        "agents": [team[i % len(team)] for i in range(n)],
+    }
+
+
+def build_plan(cfg: SweepConfig) -> Plan:
+    """Every (method, dataset, seed, item) as a task. Loads each dataset once."""
+    samples: dict[int, list[Sample]] = {}
+    for i, ds in enumerate(cfg.datasets):
+        try:
+            samples[i] = load_benchmark(ds.name, ds.split, ds.limit, ds.offset, ds.seed, ds.path)
+        except (FileNotFoundError, KeyError, ValueError) as e:
+            raise ConfigError(f"datasets[{i}] ({ds.name}): {str(e).strip(chr(39))}") from None
+    groups: list[Group] = []
+    tasks: list[EpisodeTask] = []
+    for entry in cfg.method_entries():
+        method = build_method(entry.name, entry.args)
+        spec = resolved_method_spec(cfg, method)
+        team_specs = [
+            cfg.models[m].model_dump(exclude={"replicas", "num_gpus", "num_cpus", "max_concurrency"})
+            for m in spec["agents"]
+        ]
+        for i, ds in enumerate(cfg.datasets):
+            ds_id = {"name": ds.name, "split": ds.split}
+            for seed in cfg.seeds:
+                key = stable_hash({"method": spec, "team": team_specs, "dataset": ds_id, "seed": seed})
+                group = Group(key, method, spec, ds, seed, tuple(spec["agents"]))
+                groups.append(group)
+                for s in samples[i]:
+                    eid = stable_hash(
+                        {"method": spec, "team": team_specs, "dataset": ds_id, "item": s.id, "seed": seed}
+                    )
+                    tasks.append(EpisodeTask(eid, group, s))
+    ids = [t.episode_id for t in tasks]
+    if len(set(ids)) != len(ids):
+        raise ConfigError("methods: two entries resolve to the same method spec; remove the duplicate")
+    return Plan(groups, tasks)
+
+
+def method_spec_json(group: Group) -> str:
+    return canonical_json(group.method_spec)

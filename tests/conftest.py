@@ -1,0 +1,121 @@
+"""Shared fixtures. One Ray head (`ray start --head`, loopback only) serves the whole test session:
+in-process sweeps attach to it, subprocess drivers attach to it, and `ray job submit` targets it."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT.parent / "shared" / "benchmarks"
+BIN = Path(sys.executable).parent
+
+# Everything Ray starts in this session stays on 127.0.0.1 and asks for no token (a throw-away cluster).
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass(frozen=True)
+class RayHead:
+    address: str  # GCS address for drivers
+    dashboard: str  # http address for `ray job submit`
+    temp_dir: str
+
+
+def _pids_under(marker: str) -> list[int]:
+    """Processes whose command line mentions `marker` (our cluster's private temp dir)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmd:
+            pids.append(int(entry.name))
+    return pids
+
+
+def _stop(marker: str) -> None:
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
+        pids = _pids_under(marker)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.time() + wait
+        while pids and time.time() < deadline and _pids_under(marker):
+            time.sleep(0.2)
+
+
+@pytest.fixture(scope="session")
+def ray_head() -> Iterator[RayHead]:
+    """A private Ray head for the session, stopped by PID at the end."""
+    temp_dir = tempfile.mkdtemp(prefix="rds-", dir="/tmp")  # short: Ray's socket paths have a length limit
+    port, dash = free_port(), free_port()
+    cmd = [
+        str(BIN / "ray"),
+        "start",
+        "--head",
+        f"--port={port}",
+        "--dashboard-host=127.0.0.1",
+        f"--dashboard-port={dash}",
+        "--num-cpus=2",
+        "--disable-usage-stats",
+        f"--temp-dir={temp_dir}",
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    if proc.returncode != 0:
+        _stop(temp_dir)
+        pytest.fail(f"ray start failed: {proc.stderr[-2000:]}")
+    try:
+        yield RayHead(f"127.0.0.1:{port}", f"http://127.0.0.1:{dash}", temp_dir)
+    finally:
+        try:
+            import ray
+
+            if ray.is_initialized():
+                ray.shutdown()
+        finally:
+            _stop(temp_dir)
+            shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ray_driver(ray_head: RayHead) -> RayHead:
+    """This test process attached to the session's Ray head as a driver."""
+    from sweep.ray_runtime import init_ray
+
+    init_ray(ray_head.address)
+    return ray_head
+
+
+def sweep_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "sweep", *args]
+
+
+@pytest.fixture
+def benchmarks() -> Path:
+    if not BENCHMARKS.is_dir():
+        pytest.skip(f"benchmark files not found at {BENCHMARKS}")
+    return BENCHMARKS

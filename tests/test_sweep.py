@@ -1,0 +1,194 @@
+"""Whole sweeps on the session's local Ray with simulated agents: Parquet contract, MLflow runs,
+resume after SIGKILL, and the `ray job submit` round trip."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+from sweep.config import load_config
+from sweep.plan import build_plan
+from sweep.results import ResultStore
+from sweep.tracking import read_runs
+from tests.conftest import ROOT, RayHead, sweep_cmd
+
+pytestmark = pytest.mark.ray
+
+EPISODE_COLUMNS = {
+    "episode_id",
+    "method",
+    "method_spec",
+    "dataset",
+    "item_id",
+    "seed",
+    "n_agents",
+    "rounds",
+    "final_answer",
+    "gold",
+    "correct",
+    "round_correct",
+    "calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "parse_failures",
+    "simulated",
+}
+TURN_COLUMNS = {
+    "episode_id",
+    "round",
+    "agent",
+    "phase",
+    "model",
+    "text",
+    "answer",
+    "confidence",
+    "prompt_tokens",
+    "completion_tokens",
+    "latency_s",
+    "parsed",
+}
+
+
+def config(tmp_path: Path, limit: int = 6, latency: float = 0.0, **extra: object) -> Path:
+    cfg = {
+        "name": "t",
+        "output_dir": str(tmp_path / "out"),
+        "models": {
+            "strong": {
+                "engine": "simulated",
+                "args": {"skill": 0.8, "latency_s": latency, "malformed_rate": 0.05},
+            },
+            "weak": {"engine": "simulated", "args": {"skill": 0.4, "latency_s": latency}},
+        },
+        "agents": ["strong", {"model": "weak", "count": 2}],
+        "datasets": [{"name": "arith", "limit": limit}],
+        "methods": [
+            "cot",
+            {"name": "cot_sc", "args": {"m": 3}},
+            {"name": "fixed", "args": {"topology": "clique"}},
+        ],
+        "rounds": 2,
+        "seeds": [0, 1],
+        **extra,
+    }
+    p = tmp_path / "sweep.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    return p
+
+
+def test_whole_sweep_writes_the_results_contract_and_mlflow(tmp_path: Path, ray_driver: RayHead) -> None:
+    from sweep.runner import run_sweep
+
+    cfg = load_config(config(tmp_path))
+    plan = build_plan(cfg)
+    outcome = run_sweep(cfg, plan)
+    assert outcome.stats is not None and outcome.stats.done == len(plan.tasks) == 36
+    assert not outcome.stats.failures
+
+    store = ResultStore(outcome.out_dir)
+    ep, tu = store.episodes(), store.turns()
+    assert set(ep.columns) >= EPISODE_COLUMNS and set(tu.columns) >= TURN_COLUMNS
+    assert ep.height == 36 and ep["episode_id"].n_unique() == 36
+    assert set(ep["episode_id"]) == {t.episode_id for t in plan.tasks}
+    assert ep["simulated"].all()
+    assert tu.height == int(ep["calls"].sum())
+    assert int(tu["prompt_tokens"].sum()) == int(ep["prompt_tokens"].sum())
+    clique = ep.filter(pl.col("method") == "fixed")
+    assert clique["round_correct"].list.len().unique().to_list() == [3]
+    assert (clique["calls"] == 9).all()
+    assert (outcome.out_dir / "config.resolved.yaml").is_file()
+    assert 0.0 < float(ep["correct"].mean()) < 1.0  # type: ignore[arg-type]
+
+    runs = read_runs(outcome.tracking_uri, "debate-sweep")
+    parents = [r for r in runs if "mlflow.parentRunId" not in r["tags"]]
+    children = [r for r in runs if r["tags"].get("mlflow.parentRunId") == outcome.parent_run_id]
+    assert len(parents) == 1 and len(children) == len(plan.groups) == 6
+    fixed = [c for c in children if c["params"].get("method.name") == "fixed"]
+    assert all("accuracy" in c["metrics"] and "tokens_per_task" in c["metrics"] for c in children)
+    client = MlflowClient(outcome.tracking_uri)
+    history = lambda runs: [  # noqa: E731
+        len(client.get_metric_history(c["run_id"], "accuracy_round"))
+        for c in runs
+        if c["params"].get("method.name") == "fixed"
+    ]
+    assert history(fixed) == [3, 3]
+
+    again = run_sweep(cfg, build_plan(cfg))
+    assert again.stats is None and again.skipped == 36  # no model call, nothing new
+    assert store.episodes().height == 36
+    runs2 = read_runs(outcome.tracking_uri, "debate-sweep")
+    assert len(runs2) == len(runs)
+    assert history(runs2) == [3, 3]
+
+
+def test_sigkill_mid_sweep_then_rerun_loses_and_duplicates_nothing(tmp_path: Path, ray_head: RayHead) -> None:
+    p = config(tmp_path, limit=60, latency=0.05, concurrency=4)
+    cmd = sweep_cmd("run", str(p), "--address", ray_head.address, "--no-tracking")
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    parts = tmp_path / "out" / "episodes"
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(parts.glob("part-*.parquet")):
+        assert proc.poll() is None, "the sweep finished before it could be interrupted"
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    stored = ResultStore(tmp_path / "out").done_ids()
+    planned = {t.episode_id for t in build_plan(load_config(p)).tasks}
+    assert 0 < len(stored) < len(planned)
+
+    rerun = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert f"{len(stored)} already stored" in rerun.stdout
+    rows = [
+        r
+        for f in sorted(parts.glob("part-*.parquet"))
+        for r in pq.read_table(f, columns=["episode_id"]).column(0).to_pylist()
+    ]
+    assert len(rows) == len(set(rows)) == len(planned)  # none lost, none duplicated
+    assert set(rows) == planned
+
+
+def test_ray_job_submit_round_trip(tmp_path: Path, ray_head: RayHead) -> None:
+    out = tmp_path / "job-out"
+    cmd = [
+        str(Path(sys.executable).parent / "ray"),
+        "job",
+        "submit",
+        "--address",
+        ray_head.dashboard,
+        "--working-dir",
+        str(ROOT),
+        "--",
+        sys.executable,
+        "-m",
+        "sweep",
+        "run",
+        "examples/simulated.yaml",
+        "--out",
+        str(out),
+        "--set",
+        "datasets.0.limit=4",
+        "--set",
+        "seeds=[0]",
+    ]
+    for _ in range(6):
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+        # Ray answers 500 "No available agent ... try again later" while its job agent re-registers.
+        if "No available agent" not in proc.stderr:
+            break
+        time.sleep(10)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "succeeded" in proc.stdout + proc.stderr
+    ep = ResultStore(out).episodes()
+    assert ep.height == 5 * 4  # five methods x four items x one seed
+    assert (out / "mlflow.db").is_file()
