@@ -53,6 +53,7 @@ class Completion:
     finish_reason: str = "stop"
     latency_s: float = 0.0
     model: str = ""
+    cache_hit: bool = False  # served from the LLM-call cache: counts are the original call's
 
 
 @runtime_checkable

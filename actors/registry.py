@@ -42,6 +42,15 @@ def build_backend(engine: str, model: str, args: dict[str, Any] | None = None) -
     return _ENGINES[engine](model=model, **(args or {}))
 
 
+BUILTIN_ENGINE_MODULES = ("actors.simulated", "actors.llama_cpp", "actors.vllm_engine", "actors.http")
+
+
 def _load_builtins() -> None:
-    # Importing the modules registers them; none of them imports a heavy engine at module level.
-    import actors.simulated  # noqa: F401
+    # Importing the modules registers them; none of them imports a heavy engine at module level
+    # (llama_cpp, vllm, aiohttp are imported inside the engine classes).
+    import importlib
+    import importlib.util
+
+    for name in BUILTIN_ENGINE_MODULES:
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)

@@ -1,21 +1,42 @@
-"""Benchmarks and graders: load items as `Sample`s, and grade model output against their golds."""
+"""Benchmarks and graders: load items as `Sample`s, and grade model output against their golds.
+
+Benchmarks (by name): `arith` (generated), `gsm8k`, `math500`, `math_hard`, `mmlu`, `mmlu_pro`,
+`gpqa_main`, `gpqa_diamond`, `truthfulqa`. Graders return 'correct', 'wrong' or 'unparsable'.
+"""
 
 from __future__ import annotations
 
-from data.graders import ChoiceGrader, NumericGrader, canonical_choice, canonical_number, grader_for
-from data.registry import benchmark, benchmark_names, default_benchmark_dir, load_benchmark
+from data.check import CheckReport, check_benchmark
+from data.formats import format_block
+from data.graders import (
+    ChoiceGrader,
+    MathGrader,
+    NumericGrader,
+    canonical_choice,
+    canonical_math,
+    canonical_number,
+    grader_for,
+    grader_for_kind,
+)
+from data.registry import benchmark, benchmark_info, benchmark_names, default_benchmark_dir, load_benchmark
 from data.types import Sample, Verdict
 
 __all__ = [
+    "CheckReport",
     "ChoiceGrader",
+    "MathGrader",
     "NumericGrader",
     "Sample",
     "Verdict",
     "benchmark",
+    "benchmark_info",
     "benchmark_names",
     "canonical_choice",
+    "canonical_math",
     "canonical_number",
+    "check_benchmark",
     "default_benchmark_dir",
+    "format_block",
     "grade",
     "grader_for",
     "load_benchmark",
@@ -23,9 +44,8 @@ __all__ = [
 
 
 def grade(benchmark: str, output: str, gold: str) -> Verdict:
-    """Grade `output` against `gold` with the grader for `benchmark`'s answer kind."""
-    from data.graders import grader_for_kind
-    from data.registry import benchmark_info
-
+    """Grade `output` against `gold` with the grader for `benchmark`'s answer kind: 'correct', 'wrong' or
+    'unparsable'. (Without the item's options, an answer given as option text is unparsable: grade a
+    `Sample` with `grader_for(sample)` to accept those.) Unknown names raise KeyError with a did-you-mean."""
     info = benchmark_info(benchmark)
     return grader_for_kind(info.kind, info.n_choices).grade(output, gold)

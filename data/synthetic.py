@@ -131,7 +131,7 @@ def make_item(seed: int, index: int, split: str = "test") -> Sample:
     )
 
 
-@benchmark("arith", kind="numeric")
+@benchmark("arith", kind="numeric", splits=tuple(SPLITS))
 def load_arith(split: str, path: str | None) -> list[Sample]:
     """The full generated split ('test': 1000 items from seed 0, 'train': 5000 from seed 1); `path` is
     not used, since nothing is read from disk."""

@@ -1,66 +1,267 @@
-"""Prompt templates. Rendering is byte-stable and puts the shared question prefix first, so an
-engine's prefix cache reuses it across agents, rounds and methods."""
+"""Prompt templates, in two families chosen per method by `prompt_style`:
+
+- `pear` (default): PEAR appendix E — system instruction (E.1), confidence rubric (E.2), initial answer
+  (E.3), per-turn update for the `update` protocol (E.6), critique (E.5) and revision (E.4) for
+  `critique_revise`, with the benchmark kind's task and answer-format line (E.7); replies are JSON.
+- `rumad`: RUMAD Table 8 — its system, "Starting" and "Debate" prompts, with Table 7's output format (a
+  free-text explanation ending in `\\boxed{answer}`); the debate prompt is a second user turn after the
+  agent's own previous reply, as in Du et al. It has no critique templates.
+The answer-format lines come from `data.formats.format_block(kind, style)`.
+
+Rendering is byte-stable and puts the shared question prefix first (system, then the problem, then the
+rubric), so an engine's prefix cache reuses it across agents, rounds and phases; what differs per agent
+(its name, its own and its peers' answers) comes after. Agents are named 1-based ("Agent 3" is index 2).
+
+Departures from the papers' text, all so that prompts, parsing and structured output agree:
+- PEAR replies are asked with `reasoning` first (as `REPLY_SCHEMA` orders it, so that under constrained
+  decoding the answer follows the reasoning); PEAR lists `answer` first;
+- E.6's extra `neighbor_assessment` key is not asked: update replies share `REPLY_SCHEMA`;
+- RUMAD's output format gets one more sentence asking for a "Confidence: N" last line (RUMAD's
+  controller may observe a confidence; the vote breaks ties with it); its "indicated importance" is
+  shown only when weights are given. RUMAD prompts ask for free text, so `structured_schema` gives
+  them no JSON schema even where the seat uses structured output.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from actors.base import Message
+from data.formats import format_block
 from data.types import Sample
 from debate.state import View
 
+STYLES = ("pear", "rumad")
+STYLE_PHASES = {"pear": ("initial", "update", "critique", "revise"), "rumad": ("initial", "update")}
 MAX_PEER_REASONING_CHARS = 600  # keeps prompts bounded however verbose the peers were
+MAX_CRITIQUE_CHARS = 800
 
-SYSTEM = (
-    "You are a careful problem solver taking part in a debate with other agents. "
-    "Think step by step, then reply with a single JSON object and nothing else."
+PEAR_SYSTEM = (
+    "You are a careful reasoner participating in a structured multi-agent debate. Judge every critique by "
+    "the logic of the problem, not by social agreement or majority pressure. Return only valid JSON in the "
+    "requested schema, with no markdown fences and no extra commentary."
+)
+RUMAD_SYSTEM = (
+    "Welcome to the debate! You are a seasoned debater with expertise in succinctly and persuasively "
+    "expressing your viewpoints. You will be assigned to debate groups, where you will engage in "
+    "discussions with fellow participants. The outcomes of each group's deliberations will be shared "
+    "among all members. It is crucial for you to leverage this information effectively in order to "
+    "critically analyze the question at hand and ultimately arrive at the correct answer. Best of luck!"
+)
+CONFIDENCE_RUBRIC = (
+    "Confidence rubric (integer 1-5): 1 = no reliable basis; mostly guessing, unable to solve, or the "
+    "selected answer is just a placeholder. 2 = low confidence; some clue or partial reasoning, but you "
+    "cannot rule out multiple plausible alternatives. 3 = moderate confidence; reasoning supports the "
+    "answer, but there is a real unresolved doubt, unchecked step, or possible competing option. 4 = high "
+    "confidence; reasoning is complete and checked, and only minor residual uncertainty remains. 5 = fully "
+    "verified; every necessary step has been checked and all plausible alternatives or answer choices are "
+    "ruled out. Use 1 or 2 whenever you are guessing, relying on incomplete reasoning, or cannot eliminate "
+    "serious alternatives. Do not use 5 unless the solution is fully verified; do not default to 4 or 5."
+)
+_CALIBRATE = (
+    "Calibrate the score strictly: use low confidence when your reasoning is incomplete or competing "
+    "answers remain plausible."
+)
+_CONF_INT = "The confidence field must be an integer from 1 to 5."
+RUMAD_CONFIDENCE = (
+    "On the last line write your confidence as 'Confidence: N', N from 1 (guess) to 5 (certain)."
 )
 
-JSON_SHAPE = '{"reasoning": "<your step-by-step reasoning>", "answer": "<final answer>", "confidence": <1-5>}'
-
-FORMAT_BLOCKS = {
-    "numeric": 'Put only the final number in "answer" (no units, no commas).',
-    "choice": 'Put only the letter of the correct option in "answer".',
-    "math": 'Put only the final answer in "answer", as a LaTeX expression without $ signs.',
+# What engines with structured output are constrained to. Confidence is an enum, not an integer
+# range: llama.cpp's grammar compiler ignores integer minimum/maximum.
+REPLY_PROPERTIES: dict[str, Any] = {
+    "reasoning": {"type": "string", "maxLength": 1200},
+    "answer": {"type": "string", "maxLength": 200},
+    "confidence": {"enum": [1, 2, 3, 4, 5]},
 }
+REPLY_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": REPLY_PROPERTIES,
+    "required": list(REPLY_PROPERTIES),
+}
+REPLY_SHAPE = (
+    '{"reasoning": "concise step-by-step justification", "answer": "task-specific answer token only", '
+    '"confidence": 3}'
+)
+
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _options(sample: Sample) -> str:
+    return "\n".join(f"{_LETTERS[i]}. {c}" for i, c in enumerate(sample.choices))
 
 
 def question_block(sample: Sample) -> str:
-    """The question (with lettered options for multiple choice): the prefix every prompt shares."""
+    """The question (with lettered options for multiple choice), RUMAD's `<Question>`."""
     text = f"Question:\n{sample.question.strip()}"
-    if sample.choices:
-        letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-        text += "\n" + "\n".join(f"{letters[i]}. {c}" for i, c in enumerate(sample.choices))
-    return text
+    return f"{text}\n{_options(sample)}" if sample.choices else text
 
 
-def _instructions(sample: Sample) -> str:
-    return (
-        f"{FORMAT_BLOCKS[sample.kind]} Confidence is an integer from 1 (guess) to 5 (certain).\n"
-        f"Reply with JSON: {JSON_SHAPE}"
-    )
+def problem_block(sample: Sample) -> str:
+    """PEAR's PROBLEM block: the E.7 task line for the sample's kind, then the question and options."""
+    text = f"PROBLEM\n{format_block(sample.kind, 'pear')}\nProblem: {sample.question.strip()}"
+    return f"{text}\nOptions:\n{_options(sample)}" if sample.choices else text
+
+
+def _prefix(sample: Sample) -> str:
+    """What every PEAR answering prompt starts with: the problem, then the rubric."""
+    return f"{problem_block(sample)}\n\n{CONFIDENCE_RUBRIC}"
+
+
+def _clip(text: str, limit: int) -> str:
+    return text.strip().replace("\n", " ")[:limit]
 
 
 def _describe(view: View) -> str:
-    reasoning = view.reasoning.strip().replace("\n", " ")[:MAX_PEER_REASONING_CHARS]
     answer = view.answer if view.answer is not None else "(no answer)"
-    return f"answer {answer} (confidence {view.confidence}). Reasoning: {reasoning}"
+    reasoning = _clip(view.reasoning, MAX_PEER_REASONING_CHARS)
+    return f"Answer: {answer}\nConfidence: {view.confidence}\nReasoning: {reasoning}"
 
 
-def initial_messages(sample: Sample) -> tuple[Message, ...]:
-    """Round 0: answer independently."""
-    user = f"{question_block(sample)}\n\n{_instructions(sample)}"
-    return (Message("system", SYSTEM), Message("user", user))
+def _check(style: str, phase: str) -> None:
+    if phase not in STYLE_PHASES.get(style, ()):
+        raise ValueError(f"prompt style '{style}' has no '{phase}' template; styles: {', '.join(STYLES)}")
 
 
-def update_messages(sample: Sample, own: View, peers: Sequence[tuple[int, View]]) -> tuple[Message, ...]:
-    """A debate round: the agent sees its own previous answer and its sources' answers."""
-    lines = [question_block(sample), "", f"Your previous answer: {_describe(own)}"]
-    if peers:
-        lines += ["", "Answers from other agents:"]
-        lines += [f"Agent {j + 1}: {_describe(v)}" for j, v in peers]
-        lines += ["", "Weigh their arguments against yours; change your answer only if they convince you."]
-    else:
-        lines += ["", "Check your reasoning once more and correct any mistake."]
-    lines += ["", _instructions(sample)]
-    return (Message("system", SYSTEM), Message("user", "\n".join(lines)))
+def initial_messages(sample: Sample, agent: int = 0, style: str = "pear") -> tuple[Message, ...]:
+    """Round 0: answer independently (PEAR E.3 / RUMAD "Starting")."""
+    _check(style, "initial")
+    if style == "rumad":
+        return (Message("system", RUMAD_SYSTEM), Message("user", _rumad_start(sample)))
+    user = (
+        f"{_prefix(sample)}\n\nYou are Agent {agent + 1}. Solve the problem independently. Use the "
+        "task-specific answer format stated in the PROBLEM block. You should provide a step-by-step "
+        "justification for your answer. The reasoning should be clear, logical, and directly support your "
+        "final answer. After solving, assign a confidence score to your own final answer using the 1-5 "
+        f"rubric above. {_CALIBRATE}\n\nReturn valid JSON with exactly these keys:\n{REPLY_SHAPE}\n{_CONF_INT}"
+    )
+    return (Message("system", PEAR_SYSTEM), Message("user", user))
+
+
+def update_messages(
+    sample: Sample,
+    own: View,
+    peers: Sequence[tuple[int, View]],
+    agent: int = 0,
+    style: str = "pear",
+    weights: Mapping[int, float] | None = None,
+) -> tuple[Message, ...]:
+    """The `update` protocol: the agent's own previous answer and its sources' (PEAR E.6 / RUMAD
+    "Debate"). `weights` (source -> importance) are shown by the RUMAD template when given."""
+    _check(style, "update")
+    if style == "rumad":
+        return _rumad_update(sample, own, peers, weights)
+    names = ", ".join(f"Agent {j + 1}" for j, _ in peers)
+    topology = (
+        f"This round you see messages from {names}."
+        if peers
+        else "This round no neighbor messages reach you."
+    )
+    transcript = "\n\n".join(f"Agent {j + 1}\n{_describe(v)}" for j, v in peers) or "(none)"
+    user = (
+        f"{_prefix(sample)}\n\nYou are Agent {agent + 1} in a structured multi-agent debate. Use the "
+        "task-specific answer format stated in the PROBLEM block. Judge neighbor messages by logic and "
+        f"evidence, not by majority pressure. {topology}\n\nYOUR PRIVATE HISTORY\n{_describe(own)}\n\n"
+        f"VISIBLE NEIGHBOR MESSAGES\n{transcript}\n\nEvaluate every distinct neighbor argument. ACCEPT only "
+        "claims that fix a real error; REJECT claims with invalid logic, wrong facts, or irrelevant "
+        "reasoning. If messages conflict, weigh the strongest argument on each side before updating your "
+        f"answer. {_CALIBRATE}\n\nReturn valid JSON with exactly these keys:\n{REPLY_SHAPE}\n{_CONF_INT}"
+    )
+    return (Message("system", PEAR_SYSTEM), Message("user", user))
+
+
+def critique_messages(
+    sample: Sample, agent: int, own: View, targets: Sequence[tuple[int, View]], style: str = "pear"
+) -> tuple[Message, ...]:
+    """PEAR E.5: one call in which `agent` reviews every target it was routed to."""
+    _check(style, "critique")
+    solutions = "\n\n".join(f"Target Agent {t + 1}\n{_describe(v)}" for t, v in targets)
+    first = targets[0][0] + 1 if targets else 1
+    shape = (
+        f'{{"reviews": [{{"target": {first}, "step_loc": "first incorrect step, or No error identified", '
+        '"correction": "correction for that step only, or empty string", "assessment": "Strong"}]}'
+    )
+    user = (
+        f"{problem_block(sample)}\n\nYou are Agent {agent + 1}. Review the target solutions below for "
+        "logical correctness. Do not judge by whether the target answer matches your own; judge only by the "
+        f"reasoning steps.\n\nYOUR CURRENT ANSWER\n{_describe(own)}\n\nSOLUTIONS TO REVIEW\n{solutions}\n\n"
+        "For each target, identify the first incorrect step if one exists. If no error is identified, say "
+        f"so. Return valid JSON with exactly this shape:\n{shape}\nWrite one review per target, with "
+        '"target" set to its agent number. assessment must be one of Strong, Acceptable, Flawed.'
+    )
+    return (Message("system", PEAR_SYSTEM), Message("user", user))
+
+
+def revise_messages(
+    sample: Sample, agent: int, own: View, critiques: Sequence[tuple[int, View, str]], style: str = "pear"
+) -> tuple[Message, ...]:
+    """PEAR E.4: revise with the critiques received, ACCEPTing or REJECTing each. `critiques` holds
+    (critic, the critic's own view, the critique text)."""
+    _check(style, "revise")
+    received = "\n\n".join(
+        f"Critique from Agent {s + 1} (its answer: {v.answer if v.answer is not None else '(no answer)'}, "
+        f"confidence {v.confidence}):\n{_clip(text, MAX_CRITIQUE_CHARS)}"
+        for s, v, text in critiques
+    )
+    verdicts = ", ".join(
+        f'"{s + 1}": {{"decision": "ACCEPT", "reason": "one sentence"}}' for s, _, _ in critiques
+    )
+    shape = REPLY_SHAPE[:-1] + f', "critique_response": {{{verdicts}}}}}'
+    ask = (
+        "For each critique, explicitly ACCEPT or REJECT it. Accept a critique only when its correction is "
+        "logically sound for this problem."
+        if critiques
+        else "No critiques reached you this round: check your reasoning once more and correct any mistake."
+    )
+    user = (
+        f"{_prefix(sample)}\n\nYou are Agent {agent + 1}. Update your answer using only critiques that "
+        f"identify a real error in your reasoning.\n\nYOUR PREVIOUS ANSWER\n{_describe(own)}\n\nCRITIQUES "
+        f"YOU RECEIVED\n{received or '(none)'}\n\n{ask} After updating, assign a new confidence score to "
+        "your own updated answer using the 1-5 rubric above. Calibrate it strictly: lower the score when "
+        "accepted critiques leave unresolved uncertainty or multiple plausible answers.\n\nReturn valid "
+        f"JSON with exactly these keys:\n{shape}\nUse only ACCEPT or REJECT. {_CONF_INT}"
+    )
+    return (Message("system", PEAR_SYSTEM), Message("user", user))
+
+
+# -- RUMAD (Table 8) -------------------------------------------------------------------------------
+def _rumad_format(sample: Sample) -> str:
+    return f"{format_block(sample.kind, 'rumad')} {RUMAD_CONFIDENCE}"
+
+
+def rumad_reply(view: View) -> str:
+    """An agent's previous view as the free-text reply the RUMAD prompts ask for."""
+    answer = view.answer if view.answer is not None else "(no answer)"
+    return f"{view.reasoning.strip()}\nThe answer is \\boxed{{{answer}}}.\nConfidence: {view.confidence}"
+
+
+def _rumad_start(sample: Sample) -> str:
+    return (
+        "Can you answer the following question as accurately as possible?\n"
+        f"{question_block(sample)}\nExplain your answer. {_rumad_format(sample)}"
+    )
+
+
+def _rumad_update(
+    sample: Sample, own: View, peers: Sequence[tuple[int, View]], weights: Mapping[int, float] | None
+) -> tuple[Message, ...]:
+    weights = weights or {}
+    shown = "\n\n".join(
+        f"Agent {j + 1}{f' (importance {weights[j]:.2f})' if j in weights else ''}: {_describe(v)}"
+        for j, v in peers
+    )
+    basis = " with their indicated importance" if weights else ""
+    ask = (
+        f"These are the solutions from other agents:\n\n{shown}\n\nBased on the above responses{basis}, "
+        "can you provide an updated answer? Examine all solutions step by step."
+        if peers
+        else "No solutions from other agents reach you this round. Can you examine your solution step by "
+        "step and provide an updated answer?"
+    )
+    return (
+        Message("system", RUMAD_SYSTEM),
+        Message("user", _rumad_start(sample)),
+        Message("assistant", rumad_reply(own)),
+        Message("user", f"{ask} {_rumad_format(sample)}"),
+    )

@@ -28,6 +28,7 @@ class Turn:
     cached_tokens: int = 0
     latency_s: float = 0.0
     seed: int | None = None
+    cache_hit: bool = False
     sources: tuple[int, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)  # protocol-specific (e.g. ACCEPT/REJECT verdicts)
 
@@ -50,6 +51,9 @@ class DebateState:
     views: tuple[tuple[View, ...], ...] = ()  # views[r][i]: agent i at the end of round r
     turns: tuple[tuple[Turn, ...], ...] = ()  # turns[r]: every call made in round r
     graphs: tuple[Graph | None, ...] = ()  # graphs[r]: the round's graph (None for round 0)
+    # A per-episode seed for draws a router must make once per episode, not once per round (PEAR's
+    # base role graph). The loop sets it; it is the same in every round's state.
+    routing_seed: int = 0
 
     @property
     def round(self) -> int:
@@ -76,6 +80,7 @@ class DebateState:
             views=self.views + (views,),
             turns=self.turns + (turns,),
             graphs=self.graphs + (graph,),
+            routing_seed=self.routing_seed,
         )
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
+from sweep import data_cli, study_cli
 from sweep.config import ConfigError, SweepConfig, load_config
 
 
@@ -35,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
         s.add_argument("--out", help="output dir (overrides output_dir)")
         return s
 
+    data_cli.add_parser(sub)
+    study_cli.add_parser(sub)
     with_config("validate", "check a config; changes nothing")
     with_config("plan", "show the expanded grid with episode and call counts; changes nothing")
     run = with_config("run", "run every episode not stored yet, then log to MLflow")
@@ -48,6 +51,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "data":
+        return data_cli.run(args)
+    if args.command == "study":
+        return study_cli.run(args)
     # Off a terminal rich assumes 80 columns; logs (ray job logs, CI) read better unwrapped.
     out = Console(soft_wrap=True) if sys.stdout.isatty() else Console(width=160, soft_wrap=True)
     err = Console(stderr=True, soft_wrap=True)
@@ -125,7 +132,7 @@ def _plan_table(cfg: SweepConfig, plan: object) -> Table:
             str(len(g.seats)),
             str(g.rounds),
             str(n),
-            str(n * len(g.seats) * (g.rounds + 1)),
+            str(n * len(g.seats) * (1 + g.rounds * len(g.method.phases))),
         )
     return table
 

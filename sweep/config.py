@@ -40,6 +40,7 @@ class ModelSpec(_Strict):
     num_cpus: float = Field(0.0, ge=0.0)  # per replica (Ray scheduling only)
     max_concurrency: int = Field(64, ge=1)  # requests in flight per replica
     sampling: Sampling = Sampling()  # frozen, so one shared default is safe
+    structured_output: bool = False  # constrain replies to the reply JSON schema (engines that can)
     price_in: float = Field(0.0, ge=0.0)  # per million prompt tokens
     price_out: float = Field(0.0, ge=0.0)  # per million completion tokens
 
@@ -51,6 +52,12 @@ class ModelSpec(_Strict):
                 f"unknown engine '{v}'{closest(v, engine_names())}; known: {', '.join(engine_names())}"
             )
         return v
+
+
+def model_identity(name: str, spec: ModelSpec) -> dict[str, Any]:
+    """What decides a model's outputs (not where it runs or what it costs): the cache key's model part."""
+    keep = spec.model_dump(include={"engine", "model", "args"})
+    return {"name": name, **keep}
 
 
 class DatasetSpec(_Strict):
@@ -68,6 +75,13 @@ class DatasetSpec(_Strict):
         if v not in names:
             raise ValueError(f"unknown benchmark '{v}'{closest(v, names)}; known: {', '.join(names)}")
         return v
+
+    @model_validator(mode="after")
+    def _known_split(self) -> DatasetSpec:
+        from data.registry import benchmark_info, check_split
+
+        check_split(benchmark_info(self.name), self.split)
+        return self
 
 
 class MethodEntry(_Strict):
@@ -109,6 +123,7 @@ class SweepConfig(_Strict):
     rounds: int = Field(2, ge=0)
     seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
     concurrency: int = Field(64, ge=1)  # episodes in flight at once
+    cache: bool = True  # the LLM-call cache in <output_dir>/llm_cache.sqlite
     tracking: Tracking = Tracking()
     ray: RayOptions = RayOptions()
 
@@ -144,7 +159,7 @@ class SweepConfig(_Strict):
 
     def identity(self) -> str:
         """The sweep id: a hash of what decides results (not where they go or how fast they run)."""
-        keep = self.model_dump(exclude={"output_dir", "tracking", "ray", "concurrency"})
+        keep = self.model_dump(exclude={"output_dir", "tracking", "ray", "concurrency", "cache"})
         return stable_hash(keep)
 
 

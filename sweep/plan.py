@@ -45,8 +45,11 @@ class Plan:
     tasks: list[EpisodeTask]
 
     def calls(self) -> int:
-        """Model calls if every episode runs in full (the `update` protocol: one call per seat per round)."""
-        return sum(len(t.group.seats) * (t.group.rounds + 1) for t in self.tasks)
+        """An upper bound on model calls: every seat answers in round 0, then makes one call per phase
+        of each debate round (`update`: 1; `critique_revise`: 2, fewer for seats with no targets)."""
+        return sum(
+            len(t.group.seats) * (1 + t.group.rounds * len(t.group.method.phases)) for t in self.tasks
+        )
 
 
 def resolved_method_spec(cfg: SweepConfig, method: Method) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""The results contract: Parquet `episodes/` (one row per episode) and `turns/` (one row per model call)
-under an output dir, written in atomic parts whose episodes file is the commit marker."""
+"""The results contract: Parquet `episodes/` (one row per episode), `turns/` (one row per model call)
+and `rounds/` (one row per episode round: the debate diagnostics) under an output dir, written in
+atomic parts whose episodes file is the commit marker. The schemas are in `sweep.schema`."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -18,77 +19,22 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from debate.state import Turn
+from sweep.schema import EPISODE_SCHEMA, ROUND_SCHEMA, TURN_SCHEMA, round_rows, turn_rows
 
+__all__ = [
+    "EPISODE_SCHEMA",
+    "ROUND_SCHEMA",
+    "TURN_SCHEMA",
+    "BufferedWriter",
+    "ResultStore",
+    "round_rows",
+    "turn_rows",
+]
 
-def _f(name: str, type_: pa.DataType, nullable: bool = False) -> pa.Field:
-    return pa.field(name, type_, nullable=nullable)
-
-
-EPISODE_SCHEMA = pa.schema(
-    [
-        _f("episode_id", pa.string()),
-        _f("sweep_id", pa.string()),
-        _f("method", pa.string()),
-        _f("method_spec", pa.string()),  # JSON of the method's full spec
-        _f("dataset", pa.string()),
-        _f("split", pa.string()),
-        _f("item_id", pa.string()),
-        _f("seed", pa.int64()),
-        _f("n_agents", pa.int32()),
-        _f("rounds", pa.int32()),
-        _f("models", pa.list_(pa.string())),
-        _f("final_answer", pa.string(), nullable=True),
-        _f("gold", pa.string()),
-        _f("correct", pa.bool_()),
-        _f("round_correct", pa.list_(pa.bool_())),  # one per round, round 0 included
-        _f("round_answers", pa.list_(pa.string())),  # the vote after each round; items may be null
-        _f("calls", pa.int32()),
-        _f("prompt_tokens", pa.int64()),
-        _f("completion_tokens", pa.int64()),
-        _f("cached_tokens", pa.int64()),
-        _f("cost", pa.float64()),  # price-weighted; 0 where no prices are known
-        _f("parse_failures", pa.int32()),
-        _f("simulated", pa.bool_()),
-        _f("latency_s", pa.float64()),
-        _f("finished_at", pa.timestamp("us", tz="UTC")),
-    ]
-)
-
-TURN_SCHEMA = pa.schema(
-    [
-        _f("episode_id", pa.string()),
-        _f("round", pa.int32()),
-        _f("agent", pa.int32()),
-        _f("phase", pa.string()),
-        _f("model", pa.string()),
-        _f("text", pa.string()),
-        _f("answer", pa.string(), nullable=True),
-        _f("confidence", pa.int32(), nullable=True),
-        _f("reasoning", pa.string()),
-        _f("parsed", pa.bool_()),
-        _f("prompt_tokens", pa.int64()),
-        _f("completion_tokens", pa.int64()),
-        _f("cached_tokens", pa.int64()),
-        _f("latency_s", pa.float64()),
-        _f("seed", pa.int64(), nullable=True),
-        _f("sources", pa.list_(pa.int32())),
-    ]
-)
 
 _PART_GLOB = "part-*.parquet"
 _TMP_PREFIX = ".tmp-"
 _PART_COL = "_part"  # reader-only column: index of the part a row came from, in commit-name order
-
-
-def turn_rows(episode_id: str, turns: Iterable[Turn]) -> list[dict[str, Any]]:
-    """`Turn`s as rows of TURN_SCHEMA (`extra` is protocol-specific and not stored)."""
-    # Every other TURN_SCHEMA column is a Turn attribute of the same name.
-    fields = [n for n in TURN_SCHEMA.names if n not in ("episode_id", "sources")]
-    return [
-        {"episode_id": episode_id, **{n: getattr(t, n) for n in fields}, "sources": list(t.sources)}
-        for t in turns
-    ]
 
 
 def _to_table(rows: list[dict[str, Any]], schema: pa.Schema, what: str) -> pa.Table:
@@ -125,36 +71,45 @@ def _write_atomic(table: pa.Table, path: Path) -> None:
 
 
 class ResultStore:
-    """Parquet parts under `out_dir`. Each `append` writes `turns/<part>` and then `episodes/<part>`;
-    the episodes part commits both. Leftovers of a crash (turn parts without an episodes part, temp
-    files) are ignored by readers and deleted by `recover` once older than `orphan_grace_s`, so that a
-    second driver's write in progress is never taken for a crash."""
+    """Parquet parts under `out_dir`. Each `append` writes `turns/<part>`, `rounds/<part>` and then
+    `episodes/<part>`; the episodes part commits all three. Leftovers of a crash (turn or round parts
+    without an episodes part, temp files) are ignored by readers and deleted by `recover` once older
+    than `orphan_grace_s`, so that a second driver's write in progress is never taken for a crash."""
 
     def __init__(self, out_dir: Path, orphan_grace_s: float = 60.0) -> None:
         self.out_dir = Path(out_dir)
         self.episodes_dir = self.out_dir / "episodes"
         self.turns_dir = self.out_dir / "turns"
+        self.rounds_dir = self.out_dir / "rounds"
         self.orphan_grace_s = orphan_grace_s
         self.episodes_dir.mkdir(parents=True, exist_ok=True)
         self.turns_dir.mkdir(parents=True, exist_ok=True)
+        self.rounds_dir.mkdir(parents=True, exist_ok=True)
 
-    def append(self, episodes: list[dict[str, Any]], turns: list[dict[str, Any]]) -> None:
-        """Write one part holding `episodes` and their `turns` (validated against the schemas first)."""
+    def append(
+        self,
+        episodes: list[dict[str, Any]],
+        turns: list[dict[str, Any]],
+        rounds: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        """Write one part holding `episodes`, their `turns` and their `rounds` (validated first)."""
         if not episodes:
-            if turns:
-                raise ValueError("turn rows given without their episodes")
+            if turns or rounds:
+                raise ValueError("turn or round rows given without their episodes")
             return
         ids = [e.get("episode_id") for e in episodes]
         if len(set(ids)) != len(ids):
             raise ValueError("duplicate episode_id within one append")
-        stray = {t.get("episode_id") for t in turns} - set(ids)
+        stray = {t.get("episode_id") for t in [*turns, *rounds]} - set(ids)
         if stray:
-            raise ValueError(f"turn rows for episodes not in this append: {sorted(map(str, stray))[:5]}")
+            raise ValueError(f"rows for episodes not in this append: {sorted(map(str, stray))[:5]}")
         ep_table = _to_table(episodes, EPISODE_SCHEMA, "episode")
         turn_table = _to_table(turns, TURN_SCHEMA, "turn")
+        round_table = _to_table(list(rounds), ROUND_SCHEMA, "round")
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         name = f"part-{stamp}-{uuid.uuid4().hex[:8]}.parquet"
         _write_atomic(turn_table, self.turns_dir / name)
+        _write_atomic(round_table, self.rounds_dir / name)
         _write_atomic(ep_table, self.episodes_dir / name)  # the commit point
 
     def _committed(self) -> list[str]:
@@ -162,11 +117,13 @@ class ResultStore:
         return sorted(p.name for p in self.episodes_dir.glob(_PART_GLOB))
 
     def recover(self) -> list[Path]:
-        """Delete orphan turn parts and temp files older than the grace period; returns what was deleted."""
+        """Delete orphan turn and round parts and temp files older than the grace period; returns what
+        was deleted."""
         committed = set(self._committed())
         cutoff = time.time() - self.orphan_grace_s
-        candidates = [p for p in self.turns_dir.glob(_PART_GLOB) if p.name not in committed]
-        for d in (self.turns_dir, self.episodes_dir):
+        children = (self.turns_dir, self.rounds_dir)
+        candidates = [p for d in children for p in d.glob(_PART_GLOB) if p.name not in committed]
+        for d in (*children, self.episodes_dir):
             candidates += list(d.glob(f"{_TMP_PREFIX}*"))
         removed = []
         for path in candidates:
@@ -197,25 +154,31 @@ class ResultStore:
             return schema.append(pa.field(_PART_COL, pa.int32())).empty_table()
         return pa.concat_tables(tables)
 
-    def _read_both(self) -> tuple[pl.DataFrame, pl.DataFrame]:
-        # One listing serves both reads: every committed episodes part already has its turns part.
+    def _read_with(self, directory: Path, schema: pa.Schema) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The kept episode rows and the rows of `directory` (turns or rounds) that belong to them."""
+        # One listing serves both reads: every committed episodes part already has its other parts
+        # (parts committed before `rounds/` existed have none, and contribute no round rows).
         names = self._committed()
         episodes = pl.from_arrow(self._read(self.episodes_dir, names, EPISODE_SCHEMA))
         assert isinstance(episodes, pl.DataFrame)
         episodes = episodes.unique(subset="episode_id", keep="first", maintain_order=True)
-        turns = pl.from_arrow(self._read(self.turns_dir, names, TURN_SCHEMA))
-        assert isinstance(turns, pl.DataFrame)
-        # Turns count only when they come from the same part as the episode row that was kept.
-        turns = turns.join(episodes.select("episode_id", _PART_COL), on=["episode_id", _PART_COL], how="semi")
-        return episodes.drop(_PART_COL), turns.drop(_PART_COL)
+        rows = pl.from_arrow(self._read(directory, names, schema))
+        assert isinstance(rows, pl.DataFrame)
+        # Rows count only when they come from the same part as the episode row that was kept.
+        rows = rows.join(episodes.select("episode_id", _PART_COL), on=["episode_id", _PART_COL], how="semi")
+        return episodes.drop(_PART_COL), rows.drop(_PART_COL)
 
     def episodes(self) -> pl.DataFrame:
         """All committed episode rows, one per episode_id (the earliest part wins)."""
-        return self._read_both()[0]
+        return self._read_with(self.turns_dir, TURN_SCHEMA)[0]
 
     def turns(self) -> pl.DataFrame:
         """The turn rows of the episode rows `episodes()` returns."""
-        return self._read_both()[1]
+        return self._read_with(self.turns_dir, TURN_SCHEMA)[1]
+
+    def rounds(self) -> pl.DataFrame:
+        """The per-round diagnostic rows of the episode rows `episodes()` returns."""
+        return self._read_with(self.rounds_dir, ROUND_SCHEMA)[1]
 
 
 class BufferedWriter:
@@ -237,6 +200,7 @@ class BufferedWriter:
         self._clock = clock
         self._episodes: list[dict[str, Any]] = []
         self._turns: list[dict[str, Any]] = []
+        self._rounds: list[dict[str, Any]] = []
         self._since: float | None = None
         self._closed = False
         self._lock = threading.Lock()
@@ -244,8 +208,13 @@ class BufferedWriter:
     def __len__(self) -> int:
         return len(self._episodes)
 
-    def add(self, episode_row: dict[str, Any], turn_rows: list[dict[str, Any]]) -> None:
-        """Buffer one finished episode with its turns; flush if a bound is hit."""
+    def add(
+        self,
+        episode_row: dict[str, Any],
+        turn_rows: list[dict[str, Any]],
+        round_rows: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        """Buffer one finished episode with its turns and rounds; flush if a bound is hit."""
         with self._lock:
             if self._closed:
                 raise RuntimeError("BufferedWriter is closed")
@@ -253,6 +222,7 @@ class BufferedWriter:
                 self._since = self._clock()
             self._episodes.append(episode_row)
             self._turns.extend(turn_rows)
+            self._rounds.extend(round_rows)
             if len(self._episodes) >= self.max_episodes or self._due():
                 self._flush()
 
@@ -274,9 +244,9 @@ class BufferedWriter:
 
     def _flush(self) -> None:
         if self._episodes:
-            self.store.append(self._episodes, self._turns)
+            self.store.append(self._episodes, self._turns, self._rounds)
         # Cleared only after a successful append: a failed write keeps the rows for the next try.
-        self._episodes, self._turns, self._since = [], [], None
+        self._episodes, self._turns, self._rounds, self._since = [], [], [], None
 
     def close(self) -> None:
         """Flush and refuse further rows."""

@@ -21,8 +21,11 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from actors.base import Backend
 from debate.episode import Agent
-from sweep.config import SweepConfig
+from debate.prompts import REPLY_SCHEMA
+from sweep.cache import CachedBackend, CallCache
+from sweep.config import SweepConfig, model_identity
 from sweep.plan import Plan, build_plan
 from sweep.results import BufferedWriter, ResultStore
 from sweep.scheduler import RunStats, run_tasks
@@ -84,17 +87,26 @@ def _run_on_ray(
 
     used = sorted({m for t in todo for m in t.group.seats})
     t0 = time.perf_counter()
+    if any(t.sample.kind == "math" for t in todo):
+        from data.mathcheck import checker
+
+        checker().start()  # its worker takes seconds to start: not inside the first episode's vote
     info = init_ray(address or cfg.ray.address, cfg.ray.num_cpus)
     backends = start_engines({m: cfg.models[m] for m in used})
     console.print(
         f"ray: {info['mode']}; engines ready for {', '.join(used)} in {time.perf_counter() - t0:.1f} s"
     )
+    cache = CallCache(store.out_dir / "llm_cache.sqlite") if cfg.cache else None
     agents = {}
     for m in used:
         spec = cfg.models[m]
         s = spec.sampling
+        backend: Backend = backends[m]
+        if cache is not None:
+            backend = CachedBackend(backend, cache, model_identity(m, spec))
+        schema = dict(REPLY_SCHEMA) if spec.structured_output else None
         agents[m] = Agent(
-            m, backends[m], s.max_tokens, s.temperature, s.top_p, None, spec.price_in, spec.price_out
+            m, backend, s.max_tokens, s.temperature, s.top_p, schema, spec.price_in, spec.price_out
         )
     simulated = {m for m in used if cfg.models[m].engine == "simulated"}
     columns = (
@@ -117,6 +129,11 @@ def _run_on_ray(
             )
     finally:
         stop_engines(backends)
+        if cache is not None:
+            cache.close()
+    if cache is not None:
+        stats.cache_hits = cache.hits
+        console.print(f"llm-call cache: {cache.hits} hits, {cache.misses} engine calls ({cache.path.name})")
     return stats
 
 
@@ -134,7 +151,10 @@ def _track(cfg: SweepConfig, plan: Plan, store: ResultStore, uri: str, stats: Ru
         gparams = flatten_params({"method": g.method_spec, "dataset": g.dataset.model_dump(), "seed": g.seed})
         tracker.log_group(g.key, g.run_name, gparams, ep, tu)
     done = episodes.filter(pl.col("sweep_id") == cfg.identity()) if episodes.height else episodes
-    metrics = {"episodes_done": float(done.height)}
+    metrics = {
+        "episodes_done": float(done.height),
+        "cache_hits_this_run": float(stats.cache_hits if stats else 0),
+    }
     if done.height:
         metrics["accuracy"] = float(done["correct"].mean())  # type: ignore[arg-type]
     failed = bool(stats and stats.failures)
@@ -165,6 +185,7 @@ def summarize(plan: Plan, store: ResultStore) -> list[dict[str, Any]]:
                 "calls/task": float(ep["calls"].mean()),  # type: ignore[arg-type]
                 "cost/task": float(ep["cost"].mean()),  # type: ignore[arg-type]
                 "parse_fail": int(ep["parse_failures"].sum()),
+                "cache_hits": int(ep["cache_hits"].sum()),
             }
         )
     return rows
@@ -182,6 +203,7 @@ def summary_table(rows: list[dict[str, Any]], simulated: bool) -> Table:
         "calls/task",
         "cost/task",
         "parse_fail",
+        "cache_hits",
     ):
         table.add_column(col, justify="left" if col in ("method", "dataset") else "right")
     for r in rows:
@@ -194,5 +216,6 @@ def summary_table(rows: list[dict[str, Any]], simulated: bool) -> Table:
             f"{r['calls/task']:.1f}",
             f"{r['cost/task']:.6f}",
             str(r["parse_fail"]),
+            str(r["cache_hits"]),
         )
     return table

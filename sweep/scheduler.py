@@ -11,9 +11,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from data.graders import grader_for
+from data.types import Grader, Sample
+from debate.diagnostics import Diagnostics, diagnose, influence_rule
 from debate.episode import Agent, EpisodeResult, run_episode
 from sweep.plan import EpisodeTask, method_spec_json
-from sweep.results import BufferedWriter, turn_rows
+from sweep.results import BufferedWriter, round_rows, turn_rows
 
 
 @dataclass
@@ -25,6 +27,7 @@ class RunStats:
     correct: int = 0
     tokens: int = 0
     calls: int = 0
+    cache_hits: int = 0
     failures: list[str] = field(default_factory=list)
 
     @property
@@ -32,9 +35,26 @@ class RunStats:
         return self.correct / self.done if self.done else 0.0
 
 
-def episode_row(task: EpisodeTask, result: EpisodeResult, sweep_id: str, simulated: bool) -> dict[str, Any]:
-    """One row of the `episodes/` table (the README's results contract)."""
+def episode_diagnostics(
+    task: EpisodeTask, result: EpisodeResult, grader: Grader | None = None
+) -> Diagnostics:
+    """The debate diagnostics of a finished episode (debate.diagnostics), graded against its gold."""
+    sample: Sample = task.sample
+    grade = grader or grader_for(sample)
+    rule = influence_rule(task.group.method.router)
+    return diagnose(result.state, lambda a: grade.grade(a, sample.gold) == "correct", rule)
+
+
+def episode_row(
+    task: EpisodeTask,
+    result: EpisodeResult,
+    sweep_id: str,
+    simulated: bool,
+    diagnostics: Diagnostics | None = None,
+) -> dict[str, Any]:
+    """One row of the `episodes/` table (the README's results contract), with the diagnostics summary."""
     g = task.group
+    diagnostics = diagnostics or episode_diagnostics(task, result)
     return {
         "episode_id": task.episode_id,
         "sweep_id": sweep_id,
@@ -56,11 +76,13 @@ def episode_row(task: EpisodeTask, result: EpisodeResult, sweep_id: str, simulat
         "prompt_tokens": result.prompt_tokens,
         "completion_tokens": result.completion_tokens,
         "cached_tokens": result.cached_tokens,
+        "cache_hits": result.cache_hits,
         "cost": result.cost,
         "parse_failures": result.parse_failures,
         "simulated": simulated,
         "latency_s": result.latency_s,
         "finished_at": datetime.now(UTC),
+        **diagnostics.summary,
     }
 
 
@@ -83,16 +105,22 @@ async def run_tasks(
         team = [agents[m] for m in g.seats]
         async with sem:
             try:
+                grader = grader_for(task.sample)
                 result = await run_episode(
-                    g.method, team, task.sample, grader_for(task.sample), g.seed, g.rounds, g.dataset.name
+                    g.method, team, task.sample, grader, g.seed, g.rounds, g.dataset.name
                 )
+                diagnostics = episode_diagnostics(task, result, grader)
             except Exception as e:  # an engine error must not take the other episodes down
                 stats.failures.append(f"{task.episode_id}: {type(e).__name__}: {e}")
                 if len(stats.failures) == 1:
                     traceback.print_exc()
                 return
         simulated = all(m in simulated_models for m in g.seats)
-        writer.add(episode_row(task, result, sweep_id, simulated), turn_rows(task.episode_id, result.turns))
+        writer.add(
+            episode_row(task, result, sweep_id, simulated, diagnostics),
+            turn_rows(task.episode_id, result.turns),
+            round_rows(task.episode_id, diagnostics),
+        )
         stats.done += 1
         stats.correct += int(result.correct)
         stats.tokens += result.prompt_tokens + result.completion_tokens

@@ -17,6 +17,8 @@ from mlflow.entities import Metric, Param, Run, RunTag, ViewType
 from mlflow.exceptions import MlflowException
 from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_PARAMS_TAGS_PER_BATCH
 
+from sweep.results import ResultStore
+
 TAG_SWEEP_ID = "debate_sweep.sweep_id"
 TAG_ROLE = "debate_sweep.role"  # "sweep" (parent) | "group" (child): keeps parent look-ups off children
 TAG_GROUP = "debate_sweep.group"
@@ -66,6 +68,8 @@ def group_metrics(episodes: pl.DataFrame) -> tuple[dict[str, float], list[float]
         "latency_s_per_task": float(episodes["latency_s"].sum()) / n,
         "parse_failures_per_task": failures / n,
         "parse_failure_rate": failures / calls if calls else 0.0,
+        "cache_hits": float(episodes["cache_hits"].sum()),
+        "cache_hit_rate": float(episodes["cache_hits"].sum()) / calls if calls else 0.0,
     }
     # Episodes may stop after different numbers of rounds: each round's accuracy is over the
     # episodes that reached it.
@@ -79,6 +83,36 @@ def group_metrics(episodes: pl.DataFrame) -> tuple[dict[str, float], list[float]
             hits[r] += bool(ok)
             seen[r] += 1
     return scalars, [h / s for h, s in zip(hits, seen, strict=True)]
+
+
+# Diagnostics logged per group (means over episodes, nulls skipped) and per round (as steps).
+DIAGNOSTIC_SCALARS = (
+    "w2r", "r2w", "net", "cross_ans", "src_conf", "acceptance", "influence_entropy", "answer_entropy",
+    "agreement",
+)  # fmt: skip
+DIAGNOSTIC_COUNTS = ("w2r_count", "r2w_count", "changed", "critiques", "verdicts", "accepted")
+ROUND_SERIES = (*DIAGNOSTIC_SCALARS, "correct", "changed", "calls", "tokens")
+
+
+def _mean(frame: pl.DataFrame, col: str) -> float | None:
+    if col not in frame.columns or frame[col].null_count() == frame.height:
+        return None
+    value = frame[col].drop_nans().mean() if frame[col].dtype.is_float() else frame[col].mean()
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+def diagnostic_metrics(episodes: pl.DataFrame, rounds: pl.DataFrame | None) -> list[tuple[str, float, int]]:
+    """(name, value, step) of a group's diagnostics: the episodes' summary columns averaged over
+    episodes (`<count>_per_task` for counts), and each round's mean as `<name>_round` at step = round.
+    A quantity no episode defines is not logged."""
+    out = [(c, v, 0) for c in DIAGNOSTIC_SCALARS if (v := _mean(episodes, c)) is not None]
+    out += [(f"{c}_per_task", v, 0) for c in DIAGNOSTIC_COUNTS if (v := _mean(episodes, c)) is not None]
+    if rounds is None or rounds.height == 0:
+        return out
+    for r, frame in sorted(rounds.partition_by("round", as_dict=True).items()):
+        step = int(r[0])
+        out += [(f"{c}_round", v, step) for c in ROUND_SERIES if (v := _mean(frame, c)) is not None]
+    return out
 
 
 def _runs(client: MlflowClient, experiment_id: str, filter_string: str) -> Iterator[Run]:
@@ -105,6 +139,7 @@ class Tracker:
         self.parent_id: str | None = None
         self.sweep_id: str | None = None
         self._children: dict[str, Run] = {}
+        self._rounds: pl.DataFrame | None = None  # the store's rounds/, read once when needed
 
     def _experiment(self, name: str) -> str:
         exp = self.client.get_experiment_by_name(name)
@@ -176,8 +211,10 @@ class Tracker:
         params: Mapping[str, str],
         episodes: pl.DataFrame,
         turns: pl.DataFrame,
+        rounds: pl.DataFrame | None = None,
     ) -> str | None:
-        """Log a group's metrics and tables to its child run; None when there is nothing new."""
+        """Log a group's metrics and tables to its child run; None when there is nothing new. Without
+        `rounds`, the group's rows are read from the `rounds/` table of the store at `out_dir`."""
         parent = self._parent()
         child = self._children.get(group_key)
         if episodes.height == 0:
@@ -191,20 +228,29 @@ class Tracker:
             self.client.update_run(child.info.run_id, status="RUNNING")
         run_id = child.info.run_id
         # Artifacts before the n_episodes tag: a crash in between leaves the tag stale, so a rerun redoes it.
+        if rounds is None:
+            rounds = self._store_rounds().filter(pl.col("episode_id").is_in(episodes["episode_id"].to_list()))
         with tempfile.TemporaryDirectory(prefix="debate-sweep-") as tmp:
             episodes.write_parquet(Path(tmp) / "episodes.parquet")
             turns.write_parquet(Path(tmp) / "turns.parquet")
+            rounds.write_parquet(Path(tmp) / "rounds.parquet")
             self.client.log_artifacts(run_id, tmp, "results")
         scalars, per_round = group_metrics(episodes)
         now = int(time.time() * 1000)
         metrics = [Metric(k, v, now, 0) for k, v in scalars.items()]
         metrics += [Metric("accuracy_round", v, now, r) for r, v in enumerate(per_round)]
+        metrics += [Metric(k, v, now, step) for k, v, step in diagnostic_metrics(episodes, rounds)]
         # Params are immutable in MLflow: only keys this run lacks (all of them on creation).
         new_params = [Param(k, v) for k, v in params.items() if k not in child.data.params]
         self._batch(run_id, metrics, new_params, [RunTag(TAG_N_EPISODES, str(episodes.height))])
         self.client.set_terminated(run_id, "FINISHED")
         self._children[group_key] = self.client.get_run(run_id)
         return run_id
+
+    def _store_rounds(self) -> pl.DataFrame:
+        if self._rounds is None:
+            self._rounds = ResultStore(self.out_dir).rounds()
+        return self._rounds
 
     def finish_sweep(self, status: str = "FINISHED", metrics: Mapping[str, float] | None = None) -> None:
         """Log summary metrics and a small summary.json on the parent, then end it with `status`."""

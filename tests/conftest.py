@@ -73,6 +73,16 @@ def ray_head() -> Iterator[RayHead]:
     """A private Ray head for the session, stopped by PID at the end."""
     temp_dir = tempfile.mkdtemp(prefix="rds-", dir="/tmp")  # short: Ray's socket paths have a length limit
     port, dash = free_port(), free_port()
+    # Every listening port explicit: another Ray on this machine (a user's, a second test session)
+    # would otherwise collide on the defaults and the head would time out at startup.
+    extra_ports = [
+        f"--{flag}={free_port()}"
+        for flag in (
+            "node-manager-port", "object-manager-port", "dashboard-agent-listen-port",
+            "dashboard-agent-grpc-port", "metrics-export-port", "runtime-env-agent-port",
+            "ray-client-server-port",
+        )
+    ]
     cmd = [
         str(BIN / "ray"),
         "start",
@@ -83,6 +93,7 @@ def ray_head() -> Iterator[RayHead]:
         "--num-cpus=2",
         "--disable-usage-stats",
         f"--temp-dir={temp_dir}",
+        *extra_ports,
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
     if proc.returncode != 0:

@@ -1,4 +1,5 @@
-"""The episode loop, driven by a scripted engine (no Ray): rounds, graphs, seeds, votes, accounting."""
+"""The episode loop, driven by a scripted engine (no Ray): rounds, graphs, seeds, votes, accounting, and
+the two protocols (update; critique then revise)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ SAMPLE = Sample(id="q1", question="What is 6 * 7?", gold="42", kind="numeric")
 
 
 class Scripted:
-    """Answers from a table keyed by (round, agent); records every request it saw."""
+    """Answers from a table keyed by (round, agent, phase) or (round, agent), round -1 for any round;
+    records every request it saw."""
 
     def __init__(self, table: dict[tuple[int, int], str], model: str = "scripted") -> None:
         self.table = table
@@ -28,7 +30,9 @@ class Scripted:
         for req in requests:
             self.seen.append(req)
             key = (req.hints["round"], req.hints["agent"])
-            text = self.table.get(key, self.table.get((-1, req.hints["agent"]), "no idea"))
+            phase = req.hints["phase"]
+            keys = [(*key, phase), key, (-1, key[1], phase), (-1, key[1])]
+            text = next((self.table[k] for k in keys if k in self.table), "no idea")
             out.append(
                 Completion(text, prompt_tokens=100 + key[1], completion_tokens=10 + key[0], model=self.model)
             )
@@ -90,8 +94,9 @@ def test_ring_agents_see_exactly_their_source() -> None:
     run("fixed", {"topology": "ring"}, backend, rounds=1)
     round1 = {r.hints["agent"]: r for r in backend.seen if r.hints["round"] == 1}
     assert round1[1].hints["peers"] == [["40", 4]]  # agent 1 sees agent 0
-    assert "Agent 1: answer 40" in round1[1].messages[-1].content
-    assert "Agent 3" not in round1[1].messages[-1].content
+    prompt = round1[1].messages[-1].content
+    assert "VISIBLE NEIGHBOR MESSAGES\nAgent 1\nAnswer: 40\nConfidence: 4" in prompt
+    assert "You are Agent 2" in prompt and "Agent 3" not in prompt
     zero = Scripted({(-1, i): js("1") for i in range(3)})
     run("fixed", {"topology": "zero"}, zero, rounds=1)
     assert all(r.hints["peers"] == [] for r in zero.seen)
@@ -132,3 +137,117 @@ def test_episode_is_deterministic_with_the_simulated_backend() -> None:
 
     assert once(1) == once(1)
     assert once(1) != once(2)
+
+
+# -- critique_revise ---------------------------------------------------------------------------------
+def review(*targets: int, assessment: str = "Flawed") -> str:
+    """A critique reply in PEAR's E.5 shape; targets are 1-based agent ids."""
+    reviews = [
+        {
+            "target": t,
+            "step_loc": f"step of agent {t}",
+            "correction": f"fix for {t}",
+            "assessment": assessment,
+        }
+        for t in targets
+    ]
+    return json.dumps({"reviews": reviews})
+
+
+def revised(answer: str, conf: int, **verdicts: str) -> str:
+    """A revision reply in E.4's shape; verdict keys are like a3 for "Agent 3"."""
+    response = {k[1:]: {"decision": v, "reason": "r"} for k, v in verdicts.items()}
+    return json.dumps({"reasoning": "r", "answer": answer, "confidence": conf, "critique_response": response})
+
+
+def test_critique_revise_calls_verdicts_and_unparsable_kept() -> None:
+    table = {
+        (0, 0): js("42", 5), (0, 1): js("41", 2), (0, 2): js("40", 2),
+        # ring: 0 -> 1 -> 2 -> 0 (target sees / is critiqued by its predecessor)
+        (1, 0, "critique"): review(2), (1, 1, "critique"): review(3), (1, 2, "critique"): review(1),
+        (1, 0, "revise"): revised("42", 5, a3="REJECT"),
+        (1, 1, "revise"): revised("42", 4, a1="ACCEPT"),
+        (1, 2, "revise"): "I have nothing useful to say.",  # unparsable: keeps 40
+    }  # fmt: skip
+    backend = Scripted(table)
+    r = run("fixed", {"topology": "ring", "protocol": "critique_revise"}, backend, rounds=1)
+    round1 = r.state.turns[1]
+    assert [t.phase for t in round1] == ["critique"] * 3 + ["revise"] * 3  # two calls per agent
+    assert r.calls == 3 + 6
+    critiques = {t.agent: t for t in round1 if t.phase == "critique"}
+    assert critiques[0].sources == (1,) and critiques[0].answer is None and critiques[0].parsed
+    assert "fix for 2" in critiques[0].extra["reviews"][1]
+    revisions = {t.agent: t for t in round1 if t.phase == "revise"}
+    assert revisions[0].extra["verdicts"] == {2: "REJECT"}
+    assert revisions[1].extra["verdicts"] == {0: "ACCEPT"} and revisions[1].sources == (0,)
+    assert not revisions[2].parsed and r.parse_failures == 1
+    assert [v.answer for v in r.state.views[1]] == ["42", "42", "40"]  # agent 2 kept its answer
+    # The revision prompt carries the critic's review of this target, not of another.
+    seen = {q.hints["agent"]: q for q in backend.seen if q.hints["phase"] == "revise"}
+    assert "Critique from Agent 1 (its answer: 42, confidence 5):" in seen[1].messages[-1].content
+    assert "fix for 2" in seen[1].messages[-1].content and "fix for 3" not in seen[1].messages[-1].content
+    assert seen[1].hints["peers"] == [["42", 5]]
+
+
+def test_agents_without_targets_make_no_critique_call() -> None:
+    table = {(-1, i, "critique"): review(i + 2) for i in range(3)}
+    table.update({(-1, i): js("42") for i in range(3)})
+    backend = Scripted(table)
+    r = run("fixed", {"topology": "chain", "protocol": "critique_revise"}, backend, rounds=2)
+    for rnd in (1, 2):
+        phases = [(t.phase, t.agent) for t in r.state.turns[rnd]]
+        assert phases == [("critique", 0), ("critique", 1), ("revise", 0), ("revise", 1), ("revise", 2)]
+    head = next(q for q in backend.seen if q.hints["phase"] == "revise" and q.hints["agent"] == 0)
+    assert "CRITIQUES YOU RECEIVED\n(none)" in head.messages[-1].content  # agent 0 re-checks itself
+    assert r.calls == 3 + 2 * 5
+
+
+def test_unstructured_critique_still_reaches_its_target_and_counts_as_unparsed() -> None:
+    table = {(-1, i): js("42") for i in range(2)}
+    table[(1, 0, "critique")] = "Your second step divides where it should multiply."
+    backend = Scripted(table)
+    r = run("fixed", {"topology": "chain", "protocol": "critique_revise"}, backend, n=2, rounds=1)
+    critique = next(t for t in r.turns if t.phase == "critique")
+    assert not critique.parsed and r.parse_failures == 1
+    target = next(q for q in backend.seen if q.hints["phase"] == "revise" and q.hints["agent"] == 1)
+    assert "divides where it should multiply" in target.messages[-1].content
+
+
+def test_structured_output_gets_a_schema_per_phase() -> None:
+    from debate.prompts import REPLY_SCHEMA
+
+    backend = Scripted({(-1, i): js("42") for i in range(3)})
+    team = [Agent("m", backend, json_schema=dict(REPLY_SCHEMA))] * 3
+    method = build_method("fixed", {"topology": "ring", "protocol": "critique_revise"})
+    asyncio.run(run_episode(method, team, SAMPLE, NumericGrader(), 0, 1, "toy"))
+    by_phase = {(q.hints["phase"], q.hints["agent"]): q.json_schema for q in backend.seen}
+    assert by_phase[("initial", 0)] == REPLY_SCHEMA
+    critique = by_phase[("critique", 0)]
+    assert critique is not None and critique["properties"]["reviews"]["items"]["properties"]["target"] == {
+        "enum": [2]
+    }
+    revise = by_phase[("revise", 1)]
+    assert revise is not None and revise["properties"]["critique_response"]["required"] == ["1"]
+
+
+def test_every_router_runs_under_both_protocols_with_the_simulated_backend() -> None:
+    from actors.registry import build_backend
+
+    sim = build_backend("simulated", "sim", {"skill": 0.5})
+    team = [Agent("sim", sim)] * 5
+    for name, args in [
+        ("random", {"k": 2}),
+        ("fixed", {"topology": "star"}),
+        ("pear", {"mc_permutations": 8}),
+    ]:
+        for protocol in ("update", "critique_revise"):
+            method = build_method(name, {**args, "protocol": protocol})
+            res = asyncio.run(run_episode(method, team, SAMPLE, NumericGrader(), 3, 2, "toy"))
+            per_round = [len(res.state.turns[r]) for r in (1, 2)]
+            if protocol == "update":
+                assert per_round == [5, 5]
+            else:  # five revisions plus one critique per agent that has targets
+                for r, calls in zip((1, 2), per_round, strict=True):
+                    graph = res.state.graphs[r]
+                    assert graph is not None
+                    assert calls == 5 + sum(graph.out_degree(i) > 0 for i in range(5))

@@ -1,4 +1,5 @@
-"""ResultStore / BufferedWriter: round trips, crash recovery, dedup, flush bounds, empty schemas."""
+"""ResultStore / BufferedWriter: round trips, crash recovery, dedup, flush bounds, empty schemas, the
+rounds/ diagnostics table and parts written before the diagnostic columns existed."""
 
 from __future__ import annotations
 
@@ -13,8 +14,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from debate.state import Turn
-from sweep.results import EPISODE_SCHEMA, TURN_SCHEMA, BufferedWriter, ResultStore, turn_rows
+from debate.diagnostics import diagnose
+from debate.graph import Graph
+from debate.state import DebateState, Turn, View
+from sweep.results import (
+    EPISODE_SCHEMA,
+    ROUND_SCHEMA,
+    TURN_SCHEMA,
+    BufferedWriter,
+    ResultStore,
+    round_rows,
+    turn_rows,
+)
 
 
 def episode(
@@ -41,6 +52,7 @@ def episode(
         "prompt_tokens": 100,
         "completion_tokens": 50,
         "cached_tokens": 0,
+        "cache_hits": 0,
         "cost": 0.0,
         "parse_failures": 1,
         "simulated": True,
@@ -65,9 +77,17 @@ def test_turn_rows_convert_every_field() -> None:
     assert rows[1] == {
         "episode_id": "e1", "round": 1, "agent": 1, "phase": "update", "model": "m-b", "text": "reply",
         "answer": "42", "confidence": 4, "reasoning": "because", "parsed": True, "prompt_tokens": 20,
-        "completion_tokens": 7, "cached_tokens": 3, "latency_s": 0.25, "seed": 11, "sources": [0, 1],
+        "completion_tokens": 7, "cached_tokens": 3, "latency_s": 0.25, "seed": 11, "cache_hit": False, "sources": [0, 1],
+        "verdicts": [],
     }  # fmt: skip
     assert set(rows[0]) == set(TURN_SCHEMA.names)
+
+
+def test_revise_turns_store_verdicts_aligned_with_sources() -> None:
+    turn = Turn(agent=2, round=1, phase="revise", model="m", text="t", answer="4", confidence=3, reasoning="",
+                parsed=True, prompt_tokens=1, completion_tokens=1, sources=(0, 1, 3),
+                extra={"verdicts": {0: "ACCEPT", 3: "REJECT"}})  # fmt: skip
+    assert turn_rows("e", [turn])[0]["verdicts"] == ["ACCEPT", None, "REJECT"]  # agent 1's was unreadable
 
 
 def test_round_trip_with_nullable_fields(tmp_path: Path) -> None:
@@ -111,6 +131,39 @@ def test_append_rejects_bad_rows(tmp_path: Path) -> None:
     assert not list((tmp_path / "turns").iterdir())  # nothing was half-written
 
 
+def rounds_for(eid: str) -> list[dict[str, Any]]:
+    """The diagnostics rows of a two-agent, one-round episode in which agent 1 adopts agent 0's answer."""
+    views = [(View("42", 4, ""), View("7", 2, "")), (View("42", 4, ""), View("42", 3, ""))]
+    state = DebateState(n=2).advance(views[0], (), None).advance(views[1], (), Graph(2, [(0, 1)]))
+    return round_rows(eid, diagnose(state, lambda a: a == "42"))
+
+
+def test_rounds_round_trip_and_commit_with_their_episode(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    store.append([episode("e1")], turns_for("e1"), rounds_for("e1"))
+    store.append([episode("e1", method="again")], turns_for("e1"), rounds_for("e1"))  # a duplicate part
+    rounds = store.rounds().sort("round")
+    assert rounds.columns == ROUND_SCHEMA.names
+    assert rounds["round"].to_list() == [0, 1]  # only the kept part's rows
+    assert rounds["w2r"].to_list() == [None, 1.0] and rounds["cross_ans"].to_list() == [None, 1.0]
+    assert rounds["correct"].to_list() == [1, 2]
+    with pytest.raises(ValueError, match="not in this append"):
+        store.append([episode("e2")], [], rounds_for("e9"))
+
+
+def test_parts_without_the_diagnostic_columns_still_read(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    old_names = [n for n in EPISODE_SCHEMA.names if n not in ("w2r", "acceptance", "net")]
+    old = pa.Table.from_pylist(
+        [episode("old")], schema=pa.schema([EPISODE_SCHEMA.field(n) for n in old_names])
+    )
+    pq.write_table(old, tmp_path / "episodes" / "part-20000101T000000000000Z-00000000.parquet")
+    store.append([{**episode("new"), "w2r": 0.5}], [], rounds_for("new"))
+    eps = store.episodes().sort("episode_id")
+    assert eps["w2r"].to_list() == [0.5, None]  # the old part has no diagnostics: null, not an error
+    assert store.rounds()["episode_id"].unique().to_list() == ["new"]
+
+
 def test_crash_leftovers_ignored_and_cleaned(tmp_path: Path) -> None:
     store = ResultStore(tmp_path)
     store.append([episode("e1")], turns_for("e1"))
@@ -119,15 +172,18 @@ def test_crash_leftovers_ignored_and_cleaned(tmp_path: Path) -> None:
     pq.write_table(pa.Table.from_pylist(turns_for("ghost"), schema=TURN_SCHEMA), orphan)
     tmp_file = tmp_path / "episodes" / ".tmp-part-20990101T000000000000Z-deadbeef.parquet"
     tmp_file.write_bytes(b"half a parquet file")
+    round_orphan = tmp_path / "rounds" / orphan.name
+    pq.write_table(pa.Table.from_pylist(rounds_for("ghost"), schema=ROUND_SCHEMA), round_orphan)
+    assert store.rounds().height == 0  # e1 was appended without rounds; the ghost's are never read
     assert store.turns()["episode_id"].unique().to_list() == ["e1"]  # the orphan is never read
     # Fresh leftovers might belong to another driver's write in progress: kept for now.
     assert store.done_ids() == {"e1"}
     assert orphan.exists() and tmp_file.exists()
     old = time.time() - 3600
-    for path in (orphan, tmp_file):
+    for path in (orphan, tmp_file, round_orphan):
         os.utime(path, (old, old))
     assert store.done_ids() == {"e1"}
-    assert not orphan.exists() and not tmp_file.exists()
+    assert not orphan.exists() and not tmp_file.exists() and not round_orphan.exists()
     assert store.episodes().height == 1 and store.turns().height == 2  # committed data intact
     assert ResultStore(tmp_path, orphan_grace_s=0).recover() == []
 
@@ -151,6 +207,7 @@ def test_empty_store_has_schema(tmp_path: Path) -> None:
     assert eps.schema == pl.from_arrow(EPISODE_SCHEMA.empty_table()).schema
     assert turns.columns == TURN_SCHEMA.names
     assert turns.schema["sources"] == pl.List(pl.Int32)
+    assert store.rounds().columns == ROUND_SCHEMA.names
     assert store.done_ids() == set()
 
 
@@ -202,3 +259,39 @@ def test_buffered_writer_context_manager_flushes_on_error(tmp_path: Path) -> Non
         writer.add(episode("e0"), turns_for("e0"))
         raise KeyError("driver failed")
     assert store.done_ids() == {"e0"}
+
+
+def test_a_real_pear_episode_stores_its_diagnostics(tmp_path: Path) -> None:
+    """episode_row / turn_rows / round_rows of a simulated PEAR episode fit the schemas and round-trip."""
+    import asyncio
+
+    from actors.registry import build_backend
+    from data.graders import NumericGrader
+    from data.types import Sample
+    from debate.episode import Agent, run_episode
+    from debate.methods import build_method
+    from sweep.config import DatasetSpec
+    from sweep.plan import EpisodeTask, Group
+    from sweep.scheduler import episode_diagnostics, episode_row
+
+    method = build_method("pear", {"mc_permutations": 8})
+    sample = Sample(id="q", question="What is 6 * 7?", gold="42", kind="numeric")
+    team = [Agent("sim", build_backend("simulated", "sim", {"skill": 0.5}))] * 4
+    result = asyncio.run(run_episode(method, team, sample, NumericGrader(), 1, 2, "arith"))
+    spec = {"name": "pear", "args": method.spec.kwargs, "rounds": 2}
+    task = EpisodeTask("ep", Group("g", method, spec, DatasetSpec(name="arith"), 1, ("sim",) * 4), sample)
+    diag = episode_diagnostics(task, result)
+    store = ResultStore(tmp_path)
+    store.append(
+        [episode_row(task, result, "sw", True, diag)], turn_rows("ep", result.turns), round_rows("ep", diag)
+    )
+    row = store.episodes().row(0, named=True)
+    assert row["critiques"] == 2 * 4 * 2 and row["verdicts"] == 0  # simulated revisions give no verdicts
+    assert row["acceptance"] is None and row["influence_entropy"] == diag.summary["influence_entropy"]
+    rounds = store.rounds().sort("round")
+    assert rounds["round"].to_list() == [0, 1, 2]
+    assert rounds["calls"].sum() == result.calls == store.turns().height
+    phases = store.turns().group_by("phase").len().sort("phase")
+    critics = sum(g.out_degree(i) > 0 for g in result.state.graphs[1:] if g is not None for i in range(4))
+    counts = dict(zip(phases["phase"], phases["len"], strict=True))
+    assert counts == {"critique": critics, "initial": 4, "revise": 8}

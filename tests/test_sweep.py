@@ -192,3 +192,24 @@ def test_ray_job_submit_round_trip(tmp_path: Path, ray_head: RayHead) -> None:
     ep = ResultStore(out).episodes()
     assert ep.height == 5 * 4  # five methods x four items x one seed
     assert (out / "mlflow.db").is_file()
+
+
+def test_an_identical_sweep_is_served_by_the_call_cache(tmp_path: Path, ray_driver: RayHead) -> None:
+    import shutil
+
+    from sweep.runner import run_sweep
+
+    cfg = load_config(config(tmp_path, limit=3), ["tracking.enabled=false"])
+    first = run_sweep(cfg, build_plan(cfg))
+    assert first.stats is not None and first.stats.cache_hits < first.stats.calls
+    # cot, cot_sc and the clique debate share round 0 under a seed: the cache already pays once.
+    assert first.stats.cache_hits > 0
+    before = ResultStore(first.out_dir).episodes().sort("episode_id")["final_answer"].to_list()
+    for table in ("episodes", "turns"):
+        shutil.rmtree(first.out_dir / table)
+    second = run_sweep(cfg, build_plan(cfg))
+    assert second.stats is not None and second.stats.done == first.stats.done
+    assert second.stats.cache_hits == second.stats.calls  # zero engine calls
+    turns = ResultStore(second.out_dir).turns()
+    assert turns["cache_hit"].all()
+    assert ResultStore(second.out_dir).episodes().sort("episode_id")["final_answer"].to_list() == before

@@ -11,13 +11,17 @@ import polars as pl
 import pytest
 from mlflow import MlflowClient
 
-from sweep.results import ResultStore
+from debate.diagnostics import diagnose
+from debate.graph import Graph
+from debate.state import DebateState, View
+from sweep.results import ResultStore, round_rows
 from sweep.tracking import (
     TAG_GROUP,
     TAG_N_EPISODES,
     TAG_PARENT,
     Tracker,
     default_tracking_uri,
+    diagnostic_metrics,
     flatten_params,
     group_metrics,
     read_runs,
@@ -52,14 +56,14 @@ def group_frames(tmp: Path, n: int, seed: int) -> tuple[pl.DataFrame, pl.DataFra
             "split": "test", "item_id": str(i), "seed": seed, "n_agents": 2, "rounds": 2,
             "models": ["m"], "final_answer": "1" if correct else None, "gold": "1", "correct": correct,
             "round_correct": [False, correct, correct], "round_answers": ["0", "1", "1"], "calls": 6,
-            "prompt_tokens": 100, "completion_tokens": 20, "cached_tokens": 10, "cost": 0.5,
+            "prompt_tokens": 100, "completion_tokens": 20, "cached_tokens": 10, "cache_hits": 0, "cost": 0.5,
             "parse_failures": 3 if i == 0 else 0, "simulated": True, "latency_s": 1.0,
             "finished_at": datetime(2025, 1, 1, tzinfo=UTC),
         })  # fmt: skip
         turns.append({
             "episode_id": eid, "round": 0, "agent": 0, "phase": "initial", "model": "m", "text": "t",
             "answer": None, "confidence": None, "reasoning": "", "parsed": False, "prompt_tokens": 100,
-            "completion_tokens": 20, "cached_tokens": 10, "latency_s": 1.0, "seed": None, "sources": [],
+            "completion_tokens": 20, "cached_tokens": 10, "latency_s": 1.0, "seed": None, "cache_hit": False, "sources": [],
         })  # fmt: skip
     store.append(eps, turns)
     return store.episodes(), store.turns()
@@ -85,6 +89,7 @@ def test_group_metrics_per_round_over_reached_episodes() -> None:
         {
             "correct": [True, False], "calls": [4, 6], "prompt_tokens": [10, 30], "completion_tokens": [5, 5],
             "cached_tokens": [0, 2], "cost": [0.0, 1.0], "latency_s": [1.0, 3.0], "parse_failures": [1, 0],
+            "cache_hits": [0, 3],
             "round_correct": [[False, True], [True, False, False]],
         }
     )  # fmt: skip
@@ -124,7 +129,7 @@ def test_sweep_runs_metrics_artifacts_and_reruns(uri: str, out_dir: Path, tmp_pa
 
     # Artifacts live under out_dir, never in the CWD's ./mlruns.
     names = {a.path for a in client.list_artifacts(child_ids[1], "results")}
-    assert names == {"results/episodes.parquet", "results/turns.parquet"}
+    assert names == {"results/episodes.parquet", "results/turns.parquet", "results/rounds.parquet"}
     assert [a.path for a in client.list_artifacts(parent)] == ["summary.json"]
     assert not (Path.cwd() / "mlruns").exists()
     assert list((out_dir / "mlartifacts").rglob("episodes.parquet"))
@@ -171,3 +176,51 @@ def test_separate_sweeps_get_separate_parents(uri: str, out_dir: Path, tmp_path:
         tracker.start_sweep("it's", "bad", {})
     with pytest.raises(RuntimeError):
         Tracker(uri, "exp-two", out_dir).finish_sweep()
+
+
+def diagnosed_store(out: Path, n: int) -> ResultStore:
+    """n two-agent episodes of one round; in episode i agent 1 adopts agent 0's answer when i is even."""
+    store = ResultStore(out)
+    eps, rounds = [], []
+    for i in range(n):
+        eid = f"d{i}"
+        after = "42" if i % 2 == 0 else "7"
+        state = DebateState(n=2).advance((View("42", 5, ""), View("7", 1, "")), (), None)
+        state = state.advance((View("42", 5, ""), View(after, 2, "")), (), Graph(2, [(0, 1)]))
+        diag = diagnose(state, lambda a: a == "42")
+        eps.append({
+            "episode_id": eid, "sweep_id": "sw", "method": "pear", "method_spec": "{}", "dataset": "arith",
+            "split": "test", "item_id": str(i), "seed": 0, "n_agents": 2, "rounds": 1, "models": ["m"],
+            "final_answer": "42", "gold": "42", "correct": True, "round_correct": [True, True],
+            "round_answers": ["42", "42"], "calls": 4, "prompt_tokens": 10, "completion_tokens": 5,
+            "cached_tokens": 0, "cache_hits": 0, "cost": 0.0, "parse_failures": 0, "simulated": True,
+            "latency_s": 0.0, "finished_at": datetime(2025, 1, 1, tzinfo=UTC), **diag.summary,
+        })  # fmt: skip
+        rounds += round_rows(eid, diag)
+    store.append(eps, [], rounds)
+    return store
+
+
+def test_diagnostic_metrics_average_episodes_and_rounds(tmp_path: Path) -> None:
+    store = diagnosed_store(tmp_path / "s", 4)
+    metrics = {(name, step): v for name, v, step in diagnostic_metrics(store.episodes(), store.rounds())}
+    assert metrics[("w2r", 0)] == 0.5  # two of four episodes fixed their one wrong agent
+    assert metrics[("r2w", 0)] == 0.0 and metrics[("net", 0)] == 0.5
+    assert metrics[("cross_ans", 0)] == 1.0 and metrics[("src_conf", 0)] == 1.0
+    assert metrics[("w2r_round", 1)] == 0.5 and ("w2r_round", 0) not in metrics  # round 0 has no flips
+    assert metrics[("agreement_round", 0)] == 0.5 and metrics[("agreement_round", 1)] == 0.75
+    assert ("acceptance", 0) not in metrics  # no critiques anywhere: nothing to average, not logged
+    assert metrics[("correct_round", 1)] == 1.5
+
+
+def test_log_group_logs_diagnostics_as_steps(uri: str, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    store = diagnosed_store(out, 2)
+    tracker = Tracker(uri, "exp-diag", out)
+    tracker.start_sweep("diag", "diag", {})
+    run_id = tracker.log_group("g", "g", {}, store.episodes(), store.turns())  # rounds read from `out`
+    assert run_id is not None
+    client = MlflowClient(tracking_uri=uri)
+    history = client.get_metric_history(run_id, "answer_entropy_round")
+    assert sorted((m.step, m.value) for m in history) == [(0, 1.0), (1, 0.5)]
+    assert client.get_run(run_id).data.metrics["w2r"] == 0.5

@@ -2,5 +2,6 @@
 
 from debate.routers.base import ROUTERS, Router
 from debate.routers.fixed import FixedRouter, RandomRouter
+from debate.routers.pear import PearRouter
 
-__all__ = ["ROUTERS", "FixedRouter", "RandomRouter", "Router"]
+__all__ = ["ROUTERS", "FixedRouter", "PearRouter", "RandomRouter", "Router"]

@@ -1,0 +1,282 @@
+"""`sweep study CONFIG`: run (or resume) an Optuna study over a debate method's arguments;
+`--best` writes a ready-to-run sweep config with the best params for the test split.
+
+Exit codes as for `sweep run`: 0 success; 2 a bad config or usage (one line, nothing run);
+1 a failure while running (finished trials and episodes stay stored; rerun to continue)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.table import Table
+
+from sweep.config import ConfigError, SweepConfig, model_identity, validate
+from sweep.study_config import StudySetup, is_test_split, load_study
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the `study` subcommand to `sweep`'s subparsers."""
+    s = subparsers.add_parser("study", help="tune a method's arguments with Optuna on one shared engine pool")
+    s.add_argument("config", help="study YAML, e.g. examples/study_random_simulated.yaml")
+    s.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a study key, e.g. --set n_trials=40 --set sampler.seed=1",
+    )
+    s.add_argument(
+        "--base-set",
+        dest="base_overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a key of the base sweep, e.g. --base-set datasets.0.limit=50",
+    )
+    s.add_argument("--out", help="output dir (overrides output_dir)")
+    s.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else a local Ray)")
+    s.add_argument(
+        "--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI, else sqlite in --out)"
+    )
+    s.add_argument("--no-tracking", action="store_true", help="skip MLflow")
+    s.add_argument(
+        "--validate", action="store_true", help="check the study config and its space; run nothing"
+    )
+    s.add_argument(
+        "--best",
+        nargs="?",
+        const="",
+        metavar="PATH",
+        help="write a sweep config with the best params (the Pareto set) on the test split "
+        "to PATH (default <output_dir>/best.yaml) and exit",
+    )
+    return s
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the `study` subcommand parsed by `add_parser`; returns the exit code."""
+    try:
+        setup = load_study(args.config, args.overrides, args.base_overrides, args.out)
+        if args.best is None:
+            from sweep.plan import build_plan
+
+            build_plan(setup.base)  # the datasets load (a missing file is a config error, before any trial)
+        if args.validate:
+            space = setup.space
+            print(
+                f"ok: {args.config} is a valid study: {setup.cfg.method.name} over {len(space.params)} "
+                f"params ({', '.join(space.names)}), objectives {setup.cfg.objectives}, {setup.storage_url()}"
+            )
+            return 0
+        if args.best is not None:
+            return _write_best(setup, args.best)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)  # plain print: one line, never wrapped
+        return 2
+    return _run(setup, args)
+
+
+def _run(setup: StudySetup, args: argparse.Namespace) -> int:
+    from sweep.runner import write_resolved_config
+    from sweep.study import StudyRunner
+
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        runner = StudyRunner(setup, err)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    write_resolved_config(setup.base, setup.out)
+    resolved = yaml.safe_dump(setup.cfg.model_dump(mode="json"), sort_keys=False)
+    (setup.out / "study.resolved.yaml").write_text(resolved, encoding="utf-8")
+    runner.tracker = _tracker(setup, args, runner)
+    status, code = "FINISHED", 0
+    try:
+        with EnginePool(setup.base, args.address, err) as (agents, simulated):
+            outcome = runner.run(agents, simulated)
+        err.print(f"episodes: {outcome.episodes_run} run now; trials finished here: {len(outcome.ran)}")
+    except KeyboardInterrupt:
+        err.print("interrupted: finished trials and episodes are stored; rerun the same command to continue")
+        status, code = "KILLED", 1
+    except Exception as e:  # noqa: BLE001 - the CLI's last line of defence: one line, exit 1
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        status, code = "FAILED", 1
+    _report(setup, runner, status, err)
+    return code
+
+
+def _tracker(setup: StudySetup, args: argparse.Namespace, runner: Any) -> Any:
+    """The study's MLflow logger, or None with tracking off."""
+    from sweep.study_tracking import StudyTracker
+    from sweep.tracking import default_tracking_uri
+
+    if not setup.cfg.tracking.enabled or args.no_tracking:
+        return None
+    uri = args.tracking_uri or setup.cfg.tracking.uri or default_tracking_uri(setup.out)
+    return StudyTracker(uri, setup, runner.study, runner.lock)
+
+
+def _report(setup: StudySetup, runner: Any, status: str, err: Console) -> None:
+    """Plots, the MLflow parent's summary, and the best trial (or Pareto set) on stdout."""
+    from sweep.study_tracking import write_plots
+
+    out = Console(soft_wrap=True) if sys.stdout.isatty() else Console(width=160, soft_wrap=True)
+    plots, skipped = write_plots(runner.study, setup.cfg.objectives, setup.out / "plots")
+    for note in skipped:
+        err.print(f"plot skipped: {note}", highlight=False)
+    tracker = runner.tracker
+    if tracker is not None:
+        tracker.sync(runner.study, set(runner.outcome.ran))
+        tracker.finish(runner.study, plots, status)
+        out.print(
+            f"mlflow: {tracker.uri} (parent run {tracker.parent_id}); "
+            f"view with: mlflow ui --backend-store-uri {tracker.uri} --host 127.0.0.1"
+        )
+    out.print(_best_table(runner.study, setup))
+    out.print(f"study: {setup.cfg.name} in {setup.storage_url()}; plots in {setup.out / 'plots'}")
+
+
+class EnginePool:
+    """Ray, the engine actors of the base sweep's team and their agents, for the `with` body."""
+
+    def __init__(self, base: SweepConfig, address: str | None, console: Console) -> None:
+        self.base, self.address, self.console = base, address, console
+
+    def __enter__(self) -> tuple[dict[str, Any], set[str]]:
+        from actors.base import Backend
+        from debate.episode import Agent
+        from debate.prompts import REPLY_SCHEMA
+        from sweep.cache import CachedBackend, CallCache
+        from sweep.engines import start_engines
+        from sweep.ray_runtime import init_ray
+
+        info = init_ray(self.address or self.base.ray.address, self.base.ray.num_cpus)
+        used = sorted(set(self.base.team()))
+        self.backends = start_engines({m: self.base.models[m] for m in used})
+        self.console.print(f"ray: {info['mode']}; engines ready for {', '.join(used)}")
+        out = Path(self.base.output_dir).resolve()
+        self.cache = CallCache(out / "llm_cache.sqlite") if self.base.cache else None
+        agents = {}
+        for m in used:  # as `sweep run` builds them (sweep.runner), so both share one call cache
+            spec, backend = self.base.models[m], self.backends[m]
+            wrapped: Backend = (
+                CachedBackend(backend, self.cache, model_identity(m, spec)) if self.cache else backend
+            )
+            schema = dict(REPLY_SCHEMA) if spec.structured_output else None
+            s = spec.sampling
+            agents[m] = Agent(
+                m, wrapped, s.max_tokens, s.temperature, s.top_p, schema, spec.price_in, spec.price_out
+            )
+        return agents, {m for m in used if self.base.models[m].engine == "simulated"}
+
+    def __exit__(self, *exc: object) -> None:
+        from sweep.engines import stop_engines
+
+        stop_engines(self.backends)
+        if self.cache is not None:
+            self.cache.close()
+
+
+def _best_table(study: Any, setup: StudySetup) -> Table:
+    from sweep.study_tracking import study_summary
+
+    summary = study_summary(study, setup.cfg.objectives)
+    rows = summary.get("pareto", summary.get("best", []))
+    counts = ", ".join(f"{v} {k.lower()}" for k, v in sorted(summary["trials"].items()))
+    table = Table(
+        title=f"{'Pareto set' if 'pareto' in summary else 'best trial'} of {setup.cfg.name} ({counts})"
+    )
+    for col in ("trial", *setup.cfg.objectives, "params"):
+        table.add_column(col)
+    for r in rows:
+        params = ", ".join(
+            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in r["params"].items()
+        )
+        table.add_row(str(r["number"]), *(f"{r['values'][o]:.4g}" for o in setup.cfg.objectives), params)
+    return table
+
+
+def held_out_split(benchmark: str, split: str) -> str:
+    """The test counterpart of a tuning split: `test`, or `<scheme>:test` when the scheme has one."""
+    from data.registry import benchmark_info
+
+    if is_test_split(split):
+        return split
+    known = benchmark_info(benchmark).split_names()
+    scheme = split.split(":", 1)[0] if ":" in split else None
+    return f"{scheme}:test" if scheme and f"{scheme}:test" in known else "test"
+
+
+def _finished_study(setup: StudySetup) -> Any:
+    """The study as stored; ConfigError when there is none yet."""
+    import optuna
+
+    from sweep.study_storage import open_storage
+
+    url = setup.storage_url()
+    if url.startswith("journal:") and not Path(url.removeprefix("journal:")).is_file():
+        raise ConfigError(
+            f"storage: no study journal at {url.removeprefix('journal:')}; run `sweep study` first"
+        )
+    try:
+        study = optuna.load_study(study_name=setup.cfg.name, storage=open_storage(url))
+    except KeyError:
+        raise ConfigError(f"name: no study '{setup.cfg.name}' in {url}; run `sweep study` first") from None
+    if study.user_attrs.get("fingerprint") != setup.fingerprint():
+        raise ConfigError(
+            f"name: study '{setup.cfg.name}' in {url} was created from another base sweep, method, space or "
+            "objectives; give the config (and --base-set) it was run with"
+        )
+    return study
+
+
+def best_sweep(setup: StudySetup, trials: list[Any]) -> dict[str, Any]:
+    """The tuned sweep on the test split, one method entry per distinct best (Pareto) params."""
+    raw = setup.base.model_dump(mode="json")
+    raw["name"], raw["output_dir"] = f"{setup.cfg.name}-best", str(setup.out / "best-test")
+    raw["methods"] = []
+    for t in trials:
+        entry = {"name": setup.cfg.method.name, "args": {**setup.cfg.method.args, **t.params}}
+        raw["methods"] += [entry] if entry not in raw["methods"] else []
+    for ds in raw["datasets"]:
+        ds["split"] = held_out_split(ds["name"], ds["split"])
+    validate(raw)  # ready to run: the same checks `sweep run` makes
+    return raw
+
+
+def _write_best(setup: StudySetup, dest: str) -> int:
+    """Write the best params (every Pareto trial) as a sweep config on the test split."""
+    from sweep.study_storage import best_trials
+
+    trials = best_trials(_finished_study(setup))
+    if not trials:
+        print(f"error: study '{setup.cfg.name}' has no completed trial yet; run it first", file=sys.stderr)
+        return 1
+    raw = best_sweep(setup, trials)
+    lines = [f"# best params of study '{setup.cfg.name}' ({setup.storage_url()}), on the test split"]
+    for t in trials:
+        values = ", ".join(f"{o} {v:.4g}" for o, v in zip(setup.cfg.objectives, t.values, strict=True))
+        lines.append(f"# trial {t.number}: {values}")
+    path = Path(dest) if dest else setup.out / "best.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n" + yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    print(f"wrote {path}: {len(raw['methods'])} method spec(s); run it with: sweep run {path}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m sweep.study_cli study CONFIG ...`, until `sweep` itself has the subcommand."""
+    parser = argparse.ArgumentParser(prog="sweep")
+    add_parser(parser.add_subparsers(dest="command", required=True))
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,293 @@
+"""The study config: which base sweep to tune on, which method and search space, which objectives,
+sampler, pruner and storage. Validated in full (the base sweep, the split, the space against the
+method registry, the sampler's and pruner's arguments) before any trial runs; every error is one
+`ConfigError` line naming the field and the fix."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from debate.spec import Registry, closest, stable_hash
+from search_spaces import SearchSpace, SpaceError, check_method, load_space, parse_space
+from sweep.config import ConfigError, SweepConfig, Tracking, apply_override, one_line, validate
+
+# objective name -> (direction, the key of `sweep.tracking.group_metrics` it reads)
+Direction = Literal["maximize", "minimize"]
+OBJECTIVES: dict[str, tuple[Direction, str]] = {
+    "accuracy": ("maximize", "accuracy"),
+    "tokens": ("minimize", "tokens_per_task"),
+    "cost": ("minimize", "cost_per_task"),
+    "calls": ("minimize", "calls_per_task"),
+}
+
+SAMPLERS: Registry[Any] = Registry("sampler")
+PRUNERS: Registry[Any] = Registry("pruner")
+
+
+@SAMPLERS.register("tpe")
+def tpe(
+    seed: int | None = 0,
+    n_startup_trials: int = 10,
+    n_ei_candidates: int = 24,
+    multivariate: bool | None = None,
+    group: bool = False,
+    constant_liar: bool = True,  # trials run in flight at once: keep them from piling on one point
+) -> Any:
+    """Optuna's TPESampler (single- and multi-objective); the default."""
+    kwargs = dict(locals())  # before the import below adds a local
+    import optuna
+
+    return optuna.samplers.TPESampler(**kwargs)
+
+
+@SAMPLERS.register("nsga2")
+def nsga2(
+    seed: int | None = 0, population_size: int = 20, crossover_prob: float = 0.9, swapping_prob: float = 0.5
+) -> Any:
+    """Optuna's NSGAIISampler: multi-objective (Pareto) search."""
+    kwargs = dict(locals())
+    import optuna
+
+    return optuna.samplers.NSGAIISampler(**kwargs)
+
+
+@SAMPLERS.register("cmaes")
+def cmaes(
+    seed: int | None = 0,
+    n_startup_trials: int = 1,
+    sigma0: float | None = None,
+    with_margin: bool = False,
+    warn_independent_sampling: bool = False,  # categoricals fall back to random sampling by design
+) -> Any:
+    """Optuna's CmaEsSampler (single objective; needs the `cmaes` package)."""
+    kwargs = dict(locals())
+    import optuna
+
+    return optuna.samplers.CmaEsSampler(**kwargs)
+
+
+@SAMPLERS.register("random")
+def random_sampler(seed: int | None = 0) -> Any:
+    """Optuna's RandomSampler: a baseline for the others."""
+    import optuna
+
+    return optuna.samplers.RandomSampler(seed=seed)
+
+
+@PRUNERS.register("wilcoxon")
+def wilcoxon(p_threshold: float = 0.1, n_startup_steps: int = 2) -> Any:
+    """Optuna's WilcoxonPruner over per-episode correctness (one step per episode of the trial)."""
+    import warnings
+
+    import optuna
+
+    with warnings.catch_warnings():  # "experimental since 3.6": said once here, not on every run
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.pruners.WilcoxonPruner(p_threshold=p_threshold, n_startup_steps=n_startup_steps)
+
+
+@PRUNERS.register("median")
+def median(n_startup_trials: int = 5, n_warmup_steps: int = 0) -> Any:
+    """Optuna's MedianPruner over the per-episode correctness steps."""
+    import optuna
+
+    return optuna.pruners.MedianPruner(n_startup_trials=n_startup_trials, n_warmup_steps=n_warmup_steps)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Named(_Strict):
+    """A registered component by name and arguments (method, sampler, pruner)."""
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class StudyConfig(_Strict):
+    name: str = "study"  # the Optuna study name and the MLflow parent run's name
+    output_dir: str = "runs/study"  # results store, journal, plots; replaces the base sweep's output_dir
+    sweep: str  # the base sweep YAML (relative to this file): models, agents, datasets, rounds, seeds
+    overrides: list[str] = Field(default_factory=list)  # `key=value` applied to the base sweep
+    method: Named  # the tuned method and its fixed (untuned) arguments
+    search_space: str | dict[str, Any]  # a packaged space name, a path, or a space inline
+    objectives: list[str] = Field(default_factory=lambda: ["accuracy"], min_length=1)
+    sampler: Named = Named(name="tpe")
+    pruner: Named | None = None  # single objective only; steps are the trial's episodes
+    n_trials: int = Field(20, ge=1)  # finished trials the study aims at, over every driver
+    parallel: int = Field(4, ge=1)  # trials in flight at once in one driver
+    storage: str | None = None  # default: journal file <output_dir>/study.journal; or an RDB URL
+    allow_test_split: bool = False  # tuning on test leaks the held-out set; refuse unless asked
+    tracking: Tracking = Tracking(experiment="debate-sweep-studies")
+    heartbeat_s: float = Field(30.0, gt=0)  # how often a driver marks its running trials alive
+    stale_after_s: float = Field(600.0, gt=0)  # a running trial of a silent driver on another host
+
+    @field_validator("method", "sampler", "pruner", mode="before")
+    @classmethod
+    def _shorthand(cls, v: Any) -> Any:
+        return {"name": v} if isinstance(v, str) else v
+
+    @field_validator("objectives")
+    @classmethod
+    def _known_objectives(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if name not in OBJECTIVES:
+                raise ValueError(
+                    f"unknown objective '{name}'{closest(name, list(OBJECTIVES))}; known: {', '.join(OBJECTIVES)}"
+                )
+        if len(set(v)) != len(v):
+            raise ValueError("list each objective once")
+        return v
+
+    @model_validator(mode="after")
+    def _components(self) -> StudyConfig:
+        for field, reg, entry in (("sampler", SAMPLERS, self.sampler), ("pruner", PRUNERS, self.pruner)):
+            if entry is not None:
+                try:
+                    reg.resolve(entry.name, entry.args)
+                except ValueError as e:
+                    raise ValueError(f"{field}: {e}") from None
+        multi = len(self.objectives) > 1
+        if multi and self.pruner is not None:
+            raise ValueError(
+                "pruner: Optuna prunes single-objective studies only; drop the pruner or keep one objective"
+            )
+        if multi and self.sampler.name == "cmaes":
+            raise ValueError("sampler: cmaes is single-objective; use tpe or nsga2 for several objectives")
+        return self
+
+    def directions(self) -> list[Direction]:
+        return [OBJECTIVES[o][0] for o in self.objectives]
+
+
+@dataclass(frozen=True)
+class StudySetup:
+    """A validated study: its config, the base sweep it tunes on, and the search space."""
+
+    cfg: StudyConfig
+    base: SweepConfig  # methods replaced by the tuned method with its defaults
+    space: SearchSpace
+    source: Path
+
+    @property
+    def out(self) -> Path:
+        return Path(self.cfg.output_dir).resolve()
+
+    def storage_url(self) -> str:
+        """`journal:<path>` for a journal file, else the RDB URL as given."""
+        given = self.cfg.storage
+        if given is None:
+            return f"journal:{self.out / 'study.journal'}"
+        return given if "://" in given or given.startswith("journal:") else f"journal:{Path(given).resolve()}"
+
+    def fingerprint(self) -> str:
+        """What decides a trial's outcome besides its params; a resumed study must match it."""
+        base = self.base.model_dump(
+            mode="json", exclude={"methods", "output_dir", "tracking", "ray", "concurrency", "cache", "name"}
+        )
+        keep = {
+            "base": base,
+            "method": self.cfg.method.model_dump(),
+            "space": self.space.to_dict(),
+            "objectives": self.cfg.objectives,
+        }
+        return stable_hash(keep)
+
+    def trial_sweep(self, params: dict[str, Any]) -> SweepConfig:
+        """The base sweep running the method with `params` (over its fixed args): one trial's work."""
+        raw = self.base.model_dump(mode="json")
+        raw["methods"] = [{"name": self.cfg.method.name, "args": {**self.cfg.method.args, **params}}]
+        return validate(raw)
+
+
+def load_study(
+    path: str | Path,
+    sets: list[str] | None = None,
+    base_sets: list[str] | None = None,
+    out: str | None = None,
+) -> StudySetup:
+    """Read and validate a study config and everything it names. `sets` override study keys,
+    `base_sets` are appended to its `overrides` of the base sweep, `out` replaces `output_dir`."""
+    p = Path(path)
+    raw = _read_yaml(p, "a study YAML, e.g. examples/study_random_simulated.yaml")
+    for item in sets or []:
+        apply_override(raw, item)
+    if out is not None:
+        raw["output_dir"] = out
+    raw.setdefault("overrides", [])
+    if isinstance(raw["overrides"], list):
+        raw["overrides"] = [*raw["overrides"], *(base_sets or [])]
+    try:
+        cfg = StudyConfig.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(_one_line(e)) from None
+    try:
+        if isinstance(cfg.search_space, dict):
+            space = parse_space(cfg.search_space, f"{p}: search_space")
+        else:
+            space = load_space(cfg.search_space, p.parent)
+        check_method(space, cfg.method.name, cfg.method.args)
+    except SpaceError as e:
+        raise ConfigError(str(e)) from None
+    base = _base_sweep(cfg, p.parent)
+    _check_split(base, cfg.allow_test_split)
+    return StudySetup(cfg, base, space, p)
+
+
+def _one_line(e: ValidationError) -> str:
+    """`one_line`, with did-you-mean suggestions from the study's own keys."""
+    err = e.errors()[0]
+    if err["type"] == "extra_forbidden":
+        key = str(err["loc"][-1])
+        where = ".".join(str(x) for x in err["loc"])
+        known = sorted({*StudyConfig.model_fields, *Named.model_fields, *Tracking.model_fields})
+        return f"{where}: unknown study key{closest(key, known)}; remove it or fix its spelling"
+    return one_line(e)
+
+
+def _read_yaml(p: Path, what: str) -> dict[str, Any]:
+    if not p.is_file():
+        raise ConfigError(f"config file not found: {p} (give the path of {what})")
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: not valid YAML ({str(e).splitlines()[0]})") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{p}: the top level must be a mapping")
+    return raw
+
+
+def _base_sweep(cfg: StudyConfig, here: Path) -> SweepConfig:
+    """The base sweep with the study's overrides, output dir and tuned method (its defaults)."""
+    path = Path(cfg.sweep) if Path(cfg.sweep).is_absolute() else here / cfg.sweep
+    raw = _read_yaml(path if path.is_file() else Path(cfg.sweep), "the base sweep YAML named by `sweep`")
+    for item in cfg.overrides:
+        try:
+            apply_override(raw, item)
+        except ConfigError as e:
+            raise ConfigError(f"overrides: {e}".replace("--set ", "")) from None
+    raw["output_dir"] = cfg.output_dir
+    raw["methods"] = [{"name": cfg.method.name, "args": dict(cfg.method.args)}]
+    try:
+        return validate(raw)
+    except ConfigError as e:
+        raise ConfigError(f"sweep ({cfg.sweep}): {e}") from None
+
+
+def is_test_split(split: str) -> bool:
+    return split == "test" or split.endswith(":test")
+
+
+def _check_split(base: SweepConfig, allowed: bool) -> None:
+    for i, ds in enumerate(base.datasets):
+        if is_test_split(ds.split) and not allowed:
+            raise ConfigError(
+                f"datasets[{i}].split: '{ds.split}' is the held-out test split; tune on train or dev "
+                f"(overrides: [datasets.{i}.split=train]) or set allow_test_split: true"
+            )

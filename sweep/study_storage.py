@@ -1,0 +1,161 @@
+"""Where a study lives and how drivers share it: the Optuna storage (a journal file by default, any
+RDB URL), a file lock that serialises asking among drivers on this machine, and the recovery of
+trials whose driver died (failed, then their params re-enqueued, so their stored episodes are reused:
+episode ids depend only on the resolved spec)."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import optuna
+from optuna.storages import BaseStorage, JournalStorage, RDBStorage
+from optuna.storages.journal import JournalFileBackend
+from optuna.trial import FrozenTrial, TrialState
+
+from sweep.config import ConfigError
+from sweep.study_config import PRUNERS, SAMPLERS, StudySetup
+
+
+def _start_ticks(pid: int) -> int | None:
+    """The process's start time in clock ticks since boot (Linux), which tells a reused pid apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(")") + 2 :].split()[19])  # field 22 of proc(5)
+
+
+DRIVER: dict[str, Any] = {
+    "host": socket.gethostname(),
+    "pid": os.getpid(),
+    "started": _start_ticks(os.getpid()),
+}
+
+
+def driver_alive(driver: dict[str, Any]) -> bool | None:
+    """Whether a driver on this host still runs; None for a driver on another host."""
+    if driver.get("host") != DRIVER["host"]:
+        return None
+    pid = int(driver.get("pid", -1))
+    if pid == os.getpid():
+        return True
+    if Path("/proc").is_dir():
+        started = _start_ticks(pid)
+        return started is not None and driver.get("started") in (None, started)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class StudyLock:
+    """An exclusive `flock` on a file next to the results: drivers on this machine take turns to
+    count and ask, recover stale trials and create the MLflow parent."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._fd: int | None = None
+
+    def __enter__(self) -> StudyLock:
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def open_storage(url: str) -> BaseStorage:
+    """`journal:<path>` as a journal file (safe for parallel drivers), anything else as an RDB URL."""
+    if url.startswith("journal:"):
+        path = Path(url.removeprefix("journal:"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return JournalStorage(JournalFileBackend(str(path)))
+    try:
+        return RDBStorage(url)
+    except Exception as e:  # noqa: BLE001 - SQLAlchemy's errors vary by dialect; one line is the point
+        raise ConfigError(
+            f"storage: cannot open {url!r} ({type(e).__name__}: {str(e).splitlines()[0]})"
+        ) from None
+
+
+def open_study(setup: StudySetup, lock: StudyLock) -> optuna.Study:
+    """Create or load the study; a study of that name created from another config is refused."""
+    cfg = setup.cfg
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    sampler = SAMPLERS.build(cfg.sampler.name, cfg.sampler.args)
+    pruner = PRUNERS.build(cfg.pruner.name, cfg.pruner.args) if cfg.pruner else optuna.pruners.NopPruner()
+    with lock:  # one creator at a time: a fresh RDB file hit by several processes at once breaks
+        storage = open_storage(setup.storage_url())
+        try:
+            study = optuna.create_study(
+                storage=storage,
+                study_name=cfg.name,
+                directions=setup.cfg.directions(),
+                sampler=sampler,
+                pruner=pruner,
+                load_if_exists=True,
+            )
+        except ValueError as e:
+            raise ConfigError(
+                f"name: study '{cfg.name}' exists with other objectives ({e}); pick a new name"
+            ) from None
+        found = study.user_attrs.get("fingerprint")
+        if found is None:
+            study.set_user_attr("fingerprint", setup.fingerprint())
+            study.set_user_attr("method", cfg.method.name)
+            study.set_user_attr("objectives", cfg.objectives)
+            study.set_user_attr("search_space", setup.space.to_dict())
+        elif found != setup.fingerprint():
+            raise ConfigError(
+                f"name: study '{cfg.name}' in {setup.storage_url()} was created from another base sweep, "
+                "method, space or objectives; use a new name (or output_dir) for this config"
+            )
+    return study
+
+
+def is_stale(t: FrozenTrial, stale_after_s: float) -> bool:
+    """A running trial whose driver is gone: dead on this host, or silent for `stale_after_s`."""
+    driver = t.user_attrs.get("driver")
+    alive = driver_alive(driver) if isinstance(driver, dict) else None
+    if alive is not None:
+        return not alive
+    started = t.datetime_start.timestamp() if t.datetime_start else time.time()
+    beat = float(t.user_attrs.get("heartbeat", started))
+    return time.time() - beat > stale_after_s
+
+
+def recover_stale(study: optuna.Study, mine: set[int], stale_after_s: float) -> list[int]:
+    """Fail every stale running trial (not one of `mine`) and enqueue its params again. Call under
+    the study lock. Returns the numbers of the trials it failed."""
+    failed = []
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        if t.number in mine or not is_stale(t, stale_after_s):
+            continue
+        study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
+        if t.params:  # none yet: it died before sampling, and a fresh ask replaces it
+            study.enqueue_trial(t.params, user_attrs={"retry_of": t.number})
+        failed.append(t.number)
+    return failed
+
+
+def best_trials(study: optuna.Study) -> list[FrozenTrial]:
+    """The best trial of a single-objective study, or the Pareto set of a multi-objective one."""
+    if not study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
+        return []
+    return list(study.best_trials) if len(study.directions) > 1 else [study.best_trial]

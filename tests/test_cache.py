@@ -1,0 +1,111 @@
+"""The LLM-call cache: hits never reach the engine, keys see everything that decides an output."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+from actors.base import ChatRequest, Completion, Message
+from sweep.cache import CachedBackend, CallCache, request_key
+
+
+class Counting:
+    def __init__(self) -> None:
+        self.calls = 0
+        self.requests = 0
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        self.calls += 1
+        self.requests += len(requests)
+        return [
+            Completion(f"echo {r.messages[-1].content} {r.seed}", 10 + i, 3, latency_s=0.5)
+            for i, r in enumerate(requests)
+        ]
+
+
+def req(text: str, seed: int = 0, temperature: float = 0.7) -> ChatRequest:
+    return ChatRequest((Message("user", text),), seed=seed, temperature=temperature, hints={"agent": 1})
+
+
+IDENTITY = {"name": "m", "engine": "fake", "model": "m", "args": {}}
+
+
+def test_second_pass_is_served_entirely_from_the_cache(tmp_path: Path) -> None:
+    engine = Counting()
+    backend = CachedBackend(engine, CallCache(tmp_path / "c.sqlite"), IDENTITY)
+    batch = [req("a"), req("b"), req("c", seed=1)]
+    first = asyncio.run(backend.generate(batch))
+    second = asyncio.run(backend.generate(batch))
+    assert engine.calls == 1 and engine.requests == 3
+    assert [c.text for c in first] == [c.text for c in second]
+    assert [c.prompt_tokens for c in first] == [c.prompt_tokens for c in second]
+    assert not any(c.cache_hit for c in first) and all(c.cache_hit for c in second)
+    assert all(c.latency_s == 0.0 for c in second)
+    assert backend.cache.hits == 3 and backend.cache.misses == 3
+
+
+def test_only_misses_go_to_the_engine_in_order(tmp_path: Path) -> None:
+    engine = Counting()
+    backend = CachedBackend(engine, CallCache(tmp_path / "c.sqlite"), IDENTITY)
+    asyncio.run(backend.generate([req("a")]))
+    out = asyncio.run(backend.generate([req("x"), req("a"), req("y")]))
+    assert engine.requests == 3  # a, then x and y
+    assert [c.text for c in out] == ["echo x 0", "echo a 0", "echo y 0"]
+    assert [c.cache_hit for c in out] == [False, True, False]
+
+
+def test_the_cache_persists_across_processes_worth_of_instances(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    asyncio.run(CachedBackend(Counting(), CallCache(path), IDENTITY).generate([req("a")]))
+    engine = Counting()
+    asyncio.run(CachedBackend(engine, CallCache(path), IDENTITY).generate([req("a")]))
+    assert engine.calls == 0 and len(CallCache(path)) == 1
+
+
+def test_keys_change_with_everything_that_decides_the_output() -> None:
+    base = request_key(IDENTITY, req("a"))
+    assert base == request_key(IDENTITY, req("a"))
+    assert base != request_key(IDENTITY, req("a", seed=1))
+    assert base != request_key(IDENTITY, req("a", temperature=0.1))
+    assert base != request_key(IDENTITY, req("b"))
+    assert base != request_key({**IDENTITY, "model": "other"}, req("a"))
+    schema = ChatRequest((Message("user", "a"),), seed=0, json_schema={"type": "object"})
+    assert base != request_key(IDENTITY, schema)
+    hinted = ChatRequest((Message("user", "a"),), seed=0, hints={"agent": 9})
+    assert base == request_key(IDENTITY, hinted)  # hints never reach a real engine
+
+
+def test_concurrent_identical_requests_reach_the_engine_once(tmp_path: Path) -> None:
+    class Slow(Counting):
+        async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+            await asyncio.sleep(0.05)
+            return await super().generate(requests)
+
+    engine = Slow()
+    backend = CachedBackend(engine, CallCache(tmp_path / "c.sqlite"), IDENTITY)
+
+    async def both() -> list[list[Completion]]:
+        return await asyncio.gather(backend.generate([req("a"), req("b")]), backend.generate([req("a")]))
+
+    first, second = asyncio.run(both())
+    assert engine.requests == 2  # "a" once, "b" once
+    assert second[0].text == first[0].text and second[0].cache_hit and not first[0].cache_hit
+
+
+def test_an_engine_failure_reaches_every_waiter(tmp_path: Path) -> None:
+    class Failing(Counting):
+        async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+            await asyncio.sleep(0.02)
+            raise RuntimeError("engine down")
+
+    backend = CachedBackend(Failing(), CallCache(tmp_path / "c.sqlite"), IDENTITY)
+
+    async def both() -> list[object]:
+        return await asyncio.gather(
+            backend.generate([req("a")]), backend.generate([req("a")]), return_exceptions=True
+        )
+
+    results = asyncio.run(both())
+    assert all(isinstance(r, RuntimeError) for r in results)
+    assert len(backend.cache) == 0 and not backend._pending
