@@ -2,9 +2,9 @@
 
 llama.cpp's high-level API is synchronous and one `Llama` instance must not be used by two threads at
 once, so every call runs in a worker thread (`asyncio.to_thread`) on an instance it owns exclusively
-until the thread returns. With `n_parallel > 1` the backend keeps that many instances (each holds its
-own weights and KV cache, ~250 MB for SmolLM2-135M) and a request takes whichever is free: as many
-requests are in flight as the engine can take, the rest wait in FIFO order.
+until the thread returns. With `n_parallel > 1` the backend keeps that many instances (each holds
+its own weights and KV cache, ~0.3 GB for SmolLM2-135M at n_ctx 4096) and a request takes whichever
+is free: as many requests are in flight as the engine can take, the rest wait in FIFO order.
 
 What the engine reports, and what it does not:
 - `prompt_tokens` / `completion_tokens` are `usage` from `create_chat_completion`.

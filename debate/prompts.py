@@ -71,7 +71,7 @@ RUMAD_CONFIDENCE = (
 # What engines with structured output are constrained to. Confidence is an enum, not an integer
 # range: llama.cpp's grammar compiler ignores integer minimum/maximum.
 REPLY_PROPERTIES: dict[str, Any] = {
-    "reasoning": {"type": "string", "maxLength": 1200},
+    "reasoning": {"type": "string", "maxLength": 1000},
     "answer": {"type": "string", "maxLength": 200},
     "confidence": {"enum": [1, 2, 3, 4, 5]},
 }
