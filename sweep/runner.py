@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from actors.base import Backend
 from debate.episode import Agent
 from debate.prompts import REPLY_SCHEMA
 from sweep.cache import CachedBackend, CallCache
-from sweep.config import SweepConfig, model_identity
+from sweep.config import ModelSpec, SweepConfig, model_identity
 from sweep.plan import Plan, build_plan
 from sweep.results import BufferedWriter, ResultStore
 from sweep.scheduler import RunStats, run_tasks
@@ -79,6 +80,24 @@ def run_sweep(
     return outcome
 
 
+def build_agents(
+    models: Mapping[str, ModelSpec], backends: Mapping[str, Backend], cache: CallCache | None
+) -> dict[str, Agent]:
+    """One `Agent` per pool model: its engine (behind the call cache when there is one), its
+    sampling, its reply schema and its prices. `sweep run` and `sweep study` both build them here."""
+    agents = {}
+    for m, spec in models.items():
+        backend: Backend = backends[m]
+        if cache is not None:
+            backend = CachedBackend(backend, cache, model_identity(m, spec))
+        schema = dict(REPLY_SCHEMA) if spec.structured_output else None
+        s = spec.sampling
+        agents[m] = Agent(
+            m, backend, s.max_tokens, s.temperature, s.top_p, schema, spec.price_in, spec.price_out
+        )
+    return agents
+
+
 def _run_on_ray(
     cfg: SweepConfig, todo: list[Any], store: ResultStore, address: str | None, console: Console
 ) -> RunStats:
@@ -97,17 +116,7 @@ def _run_on_ray(
         f"ray: {info['mode']}; engines ready for {', '.join(used)} in {time.perf_counter() - t0:.1f} s"
     )
     cache = CallCache(store.out_dir / "llm_cache.sqlite") if cfg.cache else None
-    agents = {}
-    for m in used:
-        spec = cfg.models[m]
-        s = spec.sampling
-        backend: Backend = backends[m]
-        if cache is not None:
-            backend = CachedBackend(backend, cache, model_identity(m, spec))
-        schema = dict(REPLY_SCHEMA) if spec.structured_output else None
-        agents[m] = Agent(
-            m, backend, s.max_tokens, s.temperature, s.top_p, schema, spec.price_in, spec.price_out
-        )
+    agents = build_agents({m: cfg.models[m] for m in used}, backends, cache)
     simulated = {m for m in used if cfg.models[m].engine == "simulated"}
     columns = (
         TextColumn("[bold]{task.description}"),

@@ -16,7 +16,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from sweep.config import ConfigError, SweepConfig, model_identity, validate
+from sweep.config import ConfigError, SweepConfig, validate
 from sweep.study_config import StudySetup, is_test_split, load_study
 
 
@@ -150,12 +150,10 @@ class EnginePool:
         self.base, self.address, self.console = base, address, console
 
     def __enter__(self) -> tuple[dict[str, Any], set[str]]:
-        from actors.base import Backend
-        from debate.episode import Agent
-        from debate.prompts import REPLY_SCHEMA
-        from sweep.cache import CachedBackend, CallCache
+        from sweep.cache import CallCache
         from sweep.engines import start_engines
         from sweep.ray_runtime import init_ray
+        from sweep.runner import build_agents
 
         info = init_ray(self.address or self.base.ray.address, self.base.ray.num_cpus)
         used = sorted(set(self.base.team()))
@@ -163,17 +161,7 @@ class EnginePool:
         self.console.print(f"ray: {info['mode']}; engines ready for {', '.join(used)}")
         out = Path(self.base.output_dir).resolve()
         self.cache = CallCache(out / "llm_cache.sqlite") if self.base.cache else None
-        agents = {}
-        for m in used:  # as `sweep run` builds them (sweep.runner), so both share one call cache
-            spec, backend = self.base.models[m], self.backends[m]
-            wrapped: Backend = (
-                CachedBackend(backend, self.cache, model_identity(m, spec)) if self.cache else backend
-            )
-            schema = dict(REPLY_SCHEMA) if spec.structured_output else None
-            s = spec.sampling
-            agents[m] = Agent(
-                m, wrapped, s.max_tokens, s.temperature, s.top_p, schema, spec.price_in, spec.price_out
-            )
+        agents = build_agents({m: self.base.models[m] for m in used}, self.backends, self.cache)
         return agents, {m for m in used if self.base.models[m].engine == "simulated"}
 
     def __exit__(self, *exc: object) -> None:
