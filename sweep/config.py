@@ -166,19 +166,24 @@ class SweepConfig(_Strict):
 # -- loading ------------------------------------------------------------------------------------------
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None, out: str | None = None) -> SweepConfig:
-    """Read, override (`key.sub=value`, values parsed as YAML) and validate a sweep config."""
-    p = Path(path)
+def read_yaml(p: Path, what: str, keys: str) -> dict[str, Any]:
+    """The mapping a config file holds; a missing file, bad YAML or another shape is a ConfigError
+    naming `what` the file should be and `keys` such a file has."""
     if not p.is_file():
-        raise ConfigError(
-            f"config file not found: {p} (give the path of a sweep YAML, e.g. examples/quickstart.yaml)"
-        )
+        raise ConfigError(f"config file not found: {p} (give the path of {what})")
     try:
         raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: not valid YAML ({str(e).splitlines()[0]})") from None
     if not isinstance(raw, dict):
-        raise ConfigError(f"{p}: the top level must be a mapping of keys such as models, agents, datasets")
+        raise ConfigError(f"{p}: the top level must be a mapping of keys such as {keys}")
+    return raw
+
+
+def load_config(path: str | Path, overrides: list[str] | None = None, out: str | None = None) -> SweepConfig:
+    """Read, override (`key.sub=value`, values parsed as YAML) and validate a sweep config."""
+    p = Path(path)
+    raw = read_yaml(p, "a sweep YAML, e.g. examples/quickstart.yaml", "models, agents, datasets")
     for item in overrides or []:
         apply_override(raw, item)
     if out is not None:

@@ -9,12 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from debate.spec import Registry, closest, stable_hash
 from search_spaces import SearchSpace, SpaceError, check_method, load_space, parse_space
-from sweep.config import ConfigError, SweepConfig, Tracking, apply_override, one_line, validate
+from sweep.config import ConfigError, SweepConfig, Tracking, apply_override, one_line, read_yaml, validate
 
 # objective name -> (direction, the key of `sweep.tracking.group_metrics` it reads)
 Direction = Literal["maximize", "minimize"]
@@ -215,7 +214,9 @@ def load_study(
     """Read and validate a study config and everything it names. `sets` override study keys,
     `base_sets` are appended to its `overrides` of the base sweep, `out` replaces `output_dir`."""
     p = Path(path)
-    raw = _read_yaml(p, "a study YAML, e.g. examples/study_random_simulated.yaml")
+    raw = read_yaml(
+        p, "a study YAML, e.g. examples/study_random_simulated.yaml", "sweep, method, search_space"
+    )
     for item in sets or []:
         apply_override(raw, item)
     if out is not None:
@@ -251,22 +252,14 @@ def _one_line(e: ValidationError) -> str:
     return one_line(e)
 
 
-def _read_yaml(p: Path, what: str) -> dict[str, Any]:
-    if not p.is_file():
-        raise ConfigError(f"config file not found: {p} (give the path of {what})")
-    try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{p}: not valid YAML ({str(e).splitlines()[0]})") from None
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{p}: the top level must be a mapping")
-    return raw
-
-
 def _base_sweep(cfg: StudyConfig, here: Path) -> SweepConfig:
     """The base sweep with the study's overrides, output dir and tuned method (its defaults)."""
     path = Path(cfg.sweep) if Path(cfg.sweep).is_absolute() else here / cfg.sweep
-    raw = _read_yaml(path if path.is_file() else Path(cfg.sweep), "the base sweep YAML named by `sweep`")
+    raw = read_yaml(
+        path if path.is_file() else Path(cfg.sweep),
+        "the base sweep YAML named by `sweep`",
+        "models, agents, datasets",
+    )
     for item in cfg.overrides:
         try:
             apply_override(raw, item)

@@ -122,3 +122,18 @@ def test_python_dash_m_sweep_is_the_console_script(tmp_path: Path) -> None:
     assert proc.returncode == 0 and "valid sweep config" in proc.stdout
     proc = subprocess.run(sweep_cmd("frobnicate"), cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 2
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_example_validates_and_builds_its_methods(path: Path) -> None:
+    from debate.methods import build_method
+    from sweep.study_config import load_study
+
+    if path.name.startswith("study_"):
+        setup = load_study(path)
+        assert setup.base.methods and setup.space
+    else:
+        cfg = load_config(path)
+        for m in cfg.methods:
+            build_method(m.name, m.args)  # method args are checked when the method is built
+        assert build_plan(cfg)

@@ -251,3 +251,25 @@ def test_every_router_runs_under_both_protocols_with_the_simulated_backend() -> 
                     graph = res.state.graphs[r]
                     assert graph is not None
                     assert calls == 5 + sum(graph.out_degree(i) > 0 for i in range(5))
+
+
+def test_simulated_pear_fills_critique_acceptance() -> None:
+    from actors.registry import build_backend
+    from debate.diagnostics import diagnose, influence_rule
+
+    sim = build_backend("simulated", "sim", {"skill": 0.5, "malformed_rate": 0.0})
+    team = [Agent("sim", sim)] * 4
+    method = build_method("pear", {"mc_permutations": 8})
+    grader = NumericGrader()
+    totals = {"critiques": 0, "verdicts": 0, "accepted": 0}
+    for i in range(20):
+        sample = Sample(id=f"q{i}", question=f"What is {i} * 7?", gold=str(7 * i), kind="numeric")
+        res = asyncio.run(run_episode(method, team, sample, grader, i, 2, "toy"))
+        diag = diagnose(
+            res.state, lambda a, s=sample: grader.grade(a, s.gold) == "correct", influence_rule(method.router)
+        )
+        for key in totals:
+            totals[key] += diag.summary[key]
+    # every critique gets a readable verdict; some persuade and some do not
+    assert totals["critiques"] > 0 and totals["verdicts"] == totals["critiques"]
+    assert 0 < totals["accepted"] < totals["verdicts"]

@@ -276,7 +276,7 @@ def test_a_real_pear_episode_stores_its_diagnostics(tmp_path: Path) -> None:
 
     method = build_method("pear", {"mc_permutations": 8})
     sample = Sample(id="q", question="What is 6 * 7?", gold="42", kind="numeric")
-    team = [Agent("sim", build_backend("simulated", "sim", {"skill": 0.5}))] * 4
+    team = [Agent("sim", build_backend("simulated", "sim", {"skill": 0.5, "malformed_rate": 0.0}))] * 4
     result = asyncio.run(run_episode(method, team, sample, NumericGrader(), 1, 2, "arith"))
     spec = {"name": "pear", "args": method.spec.kwargs, "rounds": 2}
     task = EpisodeTask("ep", Group("g", method, spec, DatasetSpec(name="arith"), 1, ("sim",) * 4), sample)
@@ -286,8 +286,9 @@ def test_a_real_pear_episode_stores_its_diagnostics(tmp_path: Path) -> None:
         [episode_row(task, result, "sw", True, diag)], turn_rows("ep", result.turns), round_rows("ep", diag)
     )
     row = store.episodes().row(0, named=True)
-    assert row["critiques"] == 2 * 4 * 2 and row["verdicts"] == 0  # simulated revisions give no verdicts
-    assert row["acceptance"] is None and row["influence_entropy"] == diag.summary["influence_entropy"]
+    assert row["critiques"] == row["verdicts"] == 2 * 4 * 2  # every simulated revision gives its verdicts
+    assert row["acceptance"] == diag.summary["acceptance"] == row["accepted"] / row["verdicts"]
+    assert row["influence_entropy"] == diag.summary["influence_entropy"]
     rounds = store.rounds().sort("round")
     assert rounds["round"].to_list() == [0, 1, 2]
     assert rounds["calls"].sum() == result.calls == store.turns().height

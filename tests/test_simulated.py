@@ -13,6 +13,7 @@ import pytest
 from actors.base import Backend, ChatRequest, Completion, Message
 from actors.registry import build_backend
 from actors.simulated import SimulatedBackend, item_profile
+from debate.critique import read_reviews, read_verdicts
 
 PROMPT = (Message("system", "You are a careful solver."), Message("user", "What is 3 * 6?"))
 
@@ -158,12 +159,35 @@ def test_self_refinement_without_peers_mostly_keeps_answers_but_fixes_some() -> 
     assert 0.03 < fixed < 0.2
 
 
-def test_critique_phase_writes_one_critique_per_peer() -> None:
+def test_critique_phase_writes_one_e5_review_per_target_the_reader_accepts() -> None:
     b = SimulatedBackend("m", malformed_rate=0.0)
-    h = update_hints(3, ["13", 4], [["13", 5], ["99", 2]], phase="critique")
-    p = payload(run(b, [req(h)])[0])
-    assert p["answer"] == "13" and len(p["critiques"]) == 2 and 1 <= p["confidence"] <= 5
-    assert "13" in p["critiques"][0] and "99" in p["critiques"][1]
+    peers = [["13", 5], ["99", 2], [None, 1]]  # a target with no answer still gets its review
+    h = update_hints(3, ["13", 4], peers, phase="critique", sources=[4, 0, 2])
+    c = run(b, [req(h)])[0]
+    p = payload(c)
+    assert p["answer"] == "13" and 1 <= p["confidence"] <= 5
+    assert [r["target"] for r in p["reviews"]] == [5, 1, 3]
+    assert [r["assessment"] for r in p["reviews"]] == ["Strong", "Flawed", "Flawed"]
+    reviews, structured = read_reviews(c.text, [4, 0, 2])
+    assert structured and "13" in reviews[4] and "99" in reviews[0] and "No final answer" in reviews[2]
+
+
+def test_revision_accepts_exactly_the_critics_it_ends_up_agreeing_with() -> None:
+    b = SimulatedBackend("m", malformed_rate=0.0)
+    reqs = []
+    for i in range(300):
+        gold = numeric_hints(i)["gold"]
+        peers = [[gold, 5], [wrong_for(i), 3], [None, 2]]
+        reqs.append(req(update_hints(i, [wrong_for(i), 2], peers, phase="revise", sources=[1, 2, 3]), seed=i))
+    outs = run(b, reqs)
+    switched = 0
+    for i, c in enumerate(outs):
+        answer, verdicts = payload(c)["answer"], read_verdicts(c.text, [1, 2, 3])
+        assert set(verdicts) == {1, 2, 3} and verdicts[3] == "REJECT"  # no answer: never accepted
+        assert verdicts[1] == ("ACCEPT" if answer == numeric_hints(i)["gold"] else "REJECT")
+        assert verdicts[2] == ("ACCEPT" if answer == wrong_for(i) else "REJECT")
+        switched += answer == numeric_hints(i)["gold"]
+    assert 0 < switched < len(outs)  # both branches were exercised
 
 
 def test_well_formed_text_always_parses_with_fences_and_trailers() -> None:

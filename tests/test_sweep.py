@@ -67,8 +67,15 @@ def config(tmp_path: Path, limit: int = 6, latency: float = 0.0, **extra: object
             "strong": {
                 "engine": "simulated",
                 "args": {"skill": 0.8, "latency_s": latency, "malformed_rate": 0.05},
+                "price_in": 3.0,
+                "price_out": 15.0,
             },
-            "weak": {"engine": "simulated", "args": {"skill": 0.4, "latency_s": latency}},
+            "weak": {
+                "engine": "simulated",
+                "args": {"skill": 0.4, "latency_s": latency},
+                "price_in": 0.25,
+                "price_out": 1.25,
+            },
         },
         "agents": ["strong", {"model": "weak", "count": 2}],
         "datasets": [{"name": "arith", "limit": limit}],
@@ -108,6 +115,20 @@ def test_whole_sweep_writes_the_results_contract_and_mlflow(tmp_path: Path, ray_
     assert (clique["calls"] == 9).all()
     assert (outcome.out_dir / "config.resolved.yaml").is_file()
     assert 0.0 < float(ep["correct"].mean()) < 1.0  # type: ignore[arg-type]
+    # a two-model team: each turn is priced at its own model's rates (USD per million tokens)
+    prices = {"strong": (3.0, 15.0), "weak": (0.25, 1.25)}
+    priced = tu.with_columns(
+        turn_cost=pl.struct("model", "prompt_tokens", "completion_tokens").map_elements(
+            lambda t: (
+                (prices[t["model"]][0] * t["prompt_tokens"] + prices[t["model"]][1] * t["completion_tokens"])
+                / 1e6
+            ),
+            return_dtype=pl.Float64,
+        )
+    )
+    expected = priced.group_by("episode_id").agg(pl.col("turn_cost").sum()).join(ep, on="episode_id")
+    assert set(tu["model"]) == {"strong", "weak"} and expected.height == 36
+    assert all(abs(a - b) < 1e-9 for a, b in zip(expected["turn_cost"], expected["cost"], strict=True))
 
     runs = read_runs(outcome.tracking_uri, "debate-sweep")
     parents = [r for r in runs if "mlflow.parentRunId" not in r["tags"]]

