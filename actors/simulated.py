@@ -24,6 +24,7 @@ an agent different peers still use common random numbers. Behaviour per request 
   or garbled): a blind guess (a random letter or small integer), any confidence.
 - Text: `{"reasoning", "answer", "confidence"}` JSON, bare or in a ```json fence (sometimes with a
   sentence after it); at `malformed_rate`: truncated JSON (finish "length"), prose, or no confidence.
+  (The wording lives in `actors.sim_text`; this module decides.)
 - Tokens: prompt = ceil(message chars * tokens_per_char) + 4 per message; completion likewise (cut at
   `max_tokens`: finish "length"). `latency_s` > 0: one `asyncio.sleep` per batch, wall time reported.
 """
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -43,47 +43,19 @@ import numpy as np
 
 from actors.base import ChatRequest, Completion, Timer
 from actors.registry import backend
+from actors.sim_text import payload, render, same
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # Calibrated confidence 1..5: overlapping, so confidence is evidence of correctness but not proof.
 _CONF_RIGHT = np.cumsum([0.0, 0.05, 0.15, 0.40, 0.40])  # cumulative, for searchsorted
 _CONF_WRONG = np.cumsum([0.15, 0.30, 0.30, 0.20, 0.05])
 _CONF_UNIFORM = np.cumsum([0.2] * 5)
-_SAY = {
-    "initial": (
-        "Working through the problem step by step, the result comes out to {a}.",
-        "I set up the relevant quantities and solved for the unknown, which gives {a}.",
-        "Checking each step of the calculation again, I arrive at {a}.",
-        "The key constraint in the question pins the answer down to {a}.",
-    ),
-    "kept": (
-        "After reviewing the other agents' answers, I still believe {a} is right.",
-        "I re-checked my work against the other responses and {a} still holds.",
-    ),
-    "switched": (
-        "The other agents' reasoning is convincing; I revise my answer to {a}.",
-        "I found a slip in my earlier work, and the answer {a} from the others is correct.",
-        "Reconsidering with the others' arguments in mind, {a} is better supported.",
-    ),
-    "fixed": (
-        "Re-checking my own work, I found an error; the answer should be {a}.",
-        "On a second pass my earlier answer does not hold up; it is {a}.",
-    ),
-    "blind": ("I am not sure what is being asked, so my best guess is {a}.",),
-}
-_FLAWS = ("drops a term in the calculation", "misreads the question", "makes an arithmetic slip")
-_TRAILERS = ("I am fairly confident in this.", "This matches a quick sanity check.", "Happy to revisit it.")
-_PROSE = ("This problem needs more careful thought than I can give it now.", "There are several ways in.")
 
 
 def stable_hash(*parts: object) -> int:
     """A 64-bit hash of `parts`, the same in every process (unlike the salted built-in `hash`)."""
     data = "\x1f".join(str(p) for p in parts).encode()
     return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
-
-
-def _pick(rng: np.random.Generator, options: Sequence[str]) -> str:
-    return options[int(rng.integers(len(options)))]
 
 
 def _int(x: object, default: int) -> int:
@@ -214,8 +186,8 @@ class SimulatedBackend:
         h = Hints.read(req.hints)
         seed = int(req.seed or 0) & (2**64 - 1)  # negative or oversized seeds still seed
         rng = np.random.default_rng([seed, self._model_key, stable_hash(h.item, h.agent, h.round, h.phase)])
-        payload = self._decide(rng, h)
-        text, finish = self._render(rng, payload)
+        fields = self._decide(rng, h)
+        text, finish = render(rng, fields, self.malformed_rate)
         completion_tokens = math.ceil(len(text) * self.tokens_per_char)
         if completion_tokens > max(1, req.max_tokens):  # what an engine does at its token limit
             text, finish = text[: int(max(1, req.max_tokens) / self.tokens_per_char)], "length"
@@ -228,23 +200,23 @@ class SimulatedBackend:
         """The reply's content (reasoning, answer, confidence; critiques for a critique call)."""
         if h.gold is None:  # no gold knowledge: a blind guess
             guess = _LETTERS[int(rng.integers(h.n_choices))] if h.kind == "choice" else str(rng.integers(100))
-            return _payload(rng, h, "blind", guess, int(rng.integers(1, 6)))
+            return payload(rng, h, "blind", guess, int(rng.integers(1, 6)))
         difficulty, wrong = item_profile(h.item, h.gold, h.kind, h.n_choices, self.distractors)
         u = rng.random(5)  # drawn up front: the same numbers whatever branch the peers lead to
-        right = partial(_same, b=h.gold)
+        right = partial(same, b=h.gold)
         popularity = np.cumsum(0.55 ** np.arange(len(wrong)))  # the first is the common misconception
         slip = wrong[int(np.searchsorted(popularity, u[1] * popularity[-1], side="right"))]
         p0 = min(0.98, max(0.02, self.skill - 0.3 * (difficulty - 0.5)))
         fresh = h.gold if u[0] < p0 else slip  # the round-0 answer
         if h.phase not in ("update", "revise", "critique"):
-            return _payload(rng, h, "initial", fresh, self._confidence(rng, right(fresh)))
+            return payload(rng, h, "initial", fresh, self._confidence(rng, right(fresh)))
         own = h.own[0] if h.own and h.own[0] is not None else fresh  # none readable before: start afresh
         own_conf = h.own[1] if h.own else 3
         if h.phase == "critique":
-            return _payload(rng, h, "critique", own, self._confidence(rng, right(own)))
+            return payload(rng, h, "critique", own, self._confidence(rng, right(own)))
         move, tag, answer = 1.0 - self.stubbornness, "kept", own
         support = {a: sum(c for b, c in h.peers if b == a) for a, _ in h.peers}
-        alts = [(s, a) for a, s in support.items() if not _same(a, own)]
+        alts = [(s, a) for a, s in support.items() if not same(a, own)]
         s_best, best = max(alts, default=(0, own))  # no alternative: share 0, never switches
         share = s_best / (s_best + own_conf + support.get(own, 0))
         if u[2] < move * min(1.0, 2 * self.pull * share) * (0.75 if right(own) else 1.0):
@@ -257,81 +229,10 @@ class SimulatedBackend:
         elif tag == "kept" and not h.peers and u[4] < move * 0.03 * (1 - self.skill):
             tag, answer = "fixed", slip  # self-refinement that talks itself out of a right answer
         conf = self._confidence(rng, right(answer))
-        if h.peers and 2 * sum(_same(a, answer) for a, _ in h.peers) > len(h.peers):
+        if h.peers and 2 * sum(same(a, answer) for a, _ in h.peers) > len(h.peers):
             conf = min(5, conf + 1)  # agreement emboldens
-        return _payload(rng, h, tag, answer, conf)
+        return payload(rng, h, tag, answer, conf)
 
     def _confidence(self, rng: np.random.Generator, correct: bool) -> int:
         p = (_CONF_RIGHT if correct else _CONF_WRONG) if rng.random() < self.calibration else _CONF_UNIFORM
         return min(5, int(np.searchsorted(p, rng.random() * p[-1], side="right")) + 1)
-
-    def _render(self, rng: np.random.Generator, payload: dict[str, Any]) -> tuple[str, str]:
-        """(text, finish_reason): the payload as a model would write it, or malformed at `malformed_rate`."""
-        body = json.dumps(payload)
-        style, r = int(rng.integers(4)), rng.random()
-        if r < self.malformed_rate:
-            broken = int(rng.integers(3))
-            if broken == 0:  # cut off before the confidence: a reply that hit its token limit
-                cut = int(rng.integers(1, body.index('"confidence"')))
-                return ("```json\n" if style % 2 else "") + body[:cut], "length"
-            if broken == 1:
-                return _pick(rng, _PROSE), "stop"
-            body = json.dumps({k: v for k, v in payload.items() if k != "confidence"})
-        fenced = f"```json\n{body}\n```"
-        return (body, fenced, fenced, f"{fenced}\n{_pick(rng, _TRAILERS)}")[style], "stop"
-
-
-def _payload(rng: np.random.Generator, h: Hints, tag: str, answer: str, conf: int) -> dict[str, Any]:
-    """The reply's fields: a templated reasoning sentence (or per-target reviews), answer, confidence;
-    a revision also answers each critique. Verdicts draw nothing from `rng`, so adding them left every
-    other reply of the population unchanged."""
-    label = f"option {answer}" if h.kind == "choice" else answer
-    if tag == "critique":
-        return {
-            "reviews": [_review(rng, j, a, answer) for j, a in h.sources],
-            "answer": answer,
-            "confidence": conf,
-        }
-    out = {"reasoning": _pick(rng, _SAY[tag]).format(a=label), "answer": answer, "confidence": conf}
-    if h.phase == "revise" and h.sources:
-        out["critique_response"] = {
-            str(j + 1): {"decision": "ACCEPT", "reason": f"Its answer {a} is what I now hold."}
-            if _same(a, answer)
-            else {"decision": "REJECT", "reason": f"Its answer {a} does not survive my check."}
-            for j, a in h.sources
-        }
-    return out
-
-
-def _review(rng: np.random.Generator, target: int, theirs: str | None, mine: str) -> dict[str, Any]:
-    """One E.5 review: agreement is "no error", disagreement names a flaw (an `rng` draw, as before)."""
-    if theirs is None:
-        return {
-            "target": target + 1,
-            "assessment": "Flawed",
-            "step_loc": "No final answer is given.",
-            "correction": f"State a final answer; mine is {mine}.",
-        }
-    if _same(theirs, mine):
-        return {
-            "target": target + 1,
-            "assessment": "Strong",
-            "step_loc": "No error identified",
-            "correction": f"Agent {target + 1} also reaches {theirs}; the argument holds.",
-        }
-    return {
-        "target": target + 1,
-        "assessment": "Flawed",
-        "step_loc": f"It {_pick(rng, _FLAWS)}.",
-        "correction": f"Agent {target + 1} answers {theirs}, but the answer should be {mine}.",
-    }
-
-
-def _same(a: str | None, b: str | None) -> bool:
-    """Whether two canonical answers agree (numbers compared by value: "18" == "18.0")."""
-    if a is None or b is None:
-        return False
-    try:
-        return a.strip() == b.strip() or float(a) == float(b)
-    except ValueError:
-        return False

@@ -29,10 +29,14 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_ports(n: int) -> list[int]:
+    """`n` distinct free loopback ports. All sockets stay bound until every port is known: the kernel
+    may hand a just-released port out again, and Ray refuses two components on one port."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
 
 
 @dataclass(frozen=True)
@@ -72,17 +76,19 @@ def _stop(marker: str) -> None:
 def ray_head() -> Iterator[RayHead]:
     """A private Ray head for the session, stopped by PID at the end."""
     temp_dir = tempfile.mkdtemp(prefix="rds-", dir="/tmp")  # short: Ray's socket paths have a length limit
-    port, dash = free_port(), free_port()
     # Every listening port explicit: another Ray on this machine (a user's, a second test session)
     # would otherwise collide on the defaults and the head would time out at startup.
-    extra_ports = [
-        f"--{flag}={free_port()}"
-        for flag in (
-            "node-manager-port", "object-manager-port", "dashboard-agent-listen-port",
-            "dashboard-agent-grpc-port", "metrics-export-port", "runtime-env-agent-port",
-            "ray-client-server-port",
-        )
-    ]
+    flags = (
+        "node-manager-port",
+        "object-manager-port",
+        "dashboard-agent-listen-port",
+        "dashboard-agent-grpc-port",
+        "metrics-export-port",
+        "runtime-env-agent-port",
+        "ray-client-server-port",
+    )
+    port, dash, *others = free_ports(2 + len(flags))
+    extra_ports = [f"--{flag}={p}" for flag, p in zip(flags, others, strict=True)]
     cmd = [
         str(BIN / "ray"),
         "start",
