@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from actors.simulated import Hints
+from actors.sim_hints import Hints
 
 _SAY = {
     "initial": (

@@ -79,6 +79,7 @@ def raw(cfg: SweepConfig, model: str, requests: list[ChatRequest]) -> tuple[int,
 def framework(cfg: SweepConfig, model: str, tasks: list[EpisodeTask]) -> tuple[int, float]:
     from sweep.engines import start_engines, stop_engines
     from sweep.ray_runtime import init_ray
+    from sweep.records import Recorder
     from sweep.results import BufferedWriter, ResultStore
     from sweep.scheduler import run_tasks
 
@@ -89,7 +90,7 @@ def framework(cfg: SweepConfig, model: str, tasks: list[EpisodeTask]) -> tuple[i
         with BufferedWriter(store) as writer:
             t0 = time.perf_counter()
             agents = {model: agent_for(cfg, model, backends[model])}
-            asyncio.run(run_tasks(tasks, agents, writer, "bench", set(), cfg.concurrency))
+            asyncio.run(run_tasks(tasks, agents, Recorder(writer, "bench", set()), cfg.concurrency))
             wall = time.perf_counter() - t0
     finally:
         stop_engines(backends)

@@ -29,7 +29,7 @@ from actors.registry import build_backend  # noqa: E402
 from data.graders import grader_for  # noqa: E402
 from data.registry import load_benchmark  # noqa: E402
 from data.types import Sample  # noqa: E402
-from debate.diagnostics import diagnose, influence_rule  # noqa: E402
+from debate.diagnostics import diagnose_episode  # noqa: E402
 from debate.episode import Agent, run_episode  # noqa: E402
 from debate.methods import Method, build_method  # noqa: E402
 
@@ -50,7 +50,7 @@ METHODS: list[tuple[str, str, dict[str, Any]]] = [
     # Controls beyond the issue's list: the same candidates picked uniformly (pear_uniform), and the
     # default scores with argmax selection (at temperature 0.7 the softmax is nearly uniform).
     ("PEAR uniform (all α = 0)", "pear", {"alpha_t": 0.0, "alpha_i": 0.0, "alpha_l": 0.0}),
-    ("PEAR temperature 0", "pear", {"temperature": 0.0}),
+    ("PEAR temperature 0", "pear", {"selection_temperature": 0.0}),
     # rho from the revisions' ACCEPT verdicts (the paper's text) instead of answer adoption (its code)
     ("PEAR influence = accept", "pear", {"influence": "accept"}),
     ("random k=2", "random", {"k": 2, **CR}),
@@ -79,12 +79,11 @@ async def run_seed(
     method: Method, team: Sequence[Agent], items: Sequence[Sample], seed: int, rounds: int
 ) -> Tally:
     tally = Tally()
-    rule = influence_rule(method.router)
 
     async def one(sample: Sample) -> None:
         grader = grader_for(sample)
         res = await run_episode(method, team, sample, grader, seed, rounds, "arith")
-        diag = diagnose(res.state, lambda a: grader.grade(a, sample.gold) == "correct", rule)
+        diag = diagnose_episode(res)
         tally.correct += res.correct
         tally.by_item[sample.id] = res.correct
         tally.correct0 += res.round_correct[0]

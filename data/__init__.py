@@ -6,6 +6,7 @@ Benchmarks (by name): `arith` (generated), `gsm8k`, `math500`, `math_hard`, `mml
 
 from __future__ import annotations
 
+from data.catalog import benchmark, default_benchmark_dir
 from data.check import CheckReport, check_benchmark
 from data.formats import format_block
 from data.graders import (
@@ -18,7 +19,7 @@ from data.graders import (
     grader_for,
     grader_for_kind,
 )
-from data.registry import benchmark, benchmark_info, benchmark_names, default_benchmark_dir, load_benchmark
+from data.registry import benchmark_info, benchmark_names, load_benchmark
 from data.types import Sample, Verdict
 
 __all__ = [

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from data.registry import benchmark
+from data.catalog import benchmark
 from data.sources import Record, hub_records, load_from, read_records, split_file
 from data.splits import Part, Scheme
 from data.textutil import boxed_contents

@@ -24,8 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from data.catalog import benchmark
 from data.choices import choice_sample
-from data.registry import benchmark
 from data.sources import Record, csv_records, hub_records, load_from, read_records
 from data.splits import Part, Scheme
 from data.types import Sample

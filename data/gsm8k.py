@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from data.catalog import benchmark
 from data.graders import canonical_number
-from data.registry import benchmark
 from data.sources import Record, hub_records, load_from, read_records, require_str, split_file
 from data.types import Sample
 

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from data.catalog import benchmark
 from data.choices import LETTERS, choice_sample
-from data.registry import benchmark
 from data.sources import Record, hub_records, load_from, read_records, split_file
 from data.splits import Part, Scheme
 from data.types import Sample

@@ -7,71 +7,32 @@ part of a partition scheme, `"<scheme>:<part>"` (`cpp:train`; see `data.splits`)
 from __future__ import annotations
 
 import difflib
-import os
 import random
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 
-from actors.registry import unknown_name_message
-from data.splits import Scheme, partition
-from data.types import AnswerKind, Sample
-
-Loader = Callable[[str, str | None], list[Sample]]
-BENCHMARKS_ENV = "DEBATE_SWEEP_BENCHMARKS"
-
-
-@dataclass(frozen=True)
-class BenchmarkInfo:
-    """A registered benchmark: its loader and the kind of answer all of its items have."""
-
-    name: str
-    loader: Loader
-    kind: AnswerKind
-    n_choices: int = 4  # only read for kind "choice": the most option letters any item has
-    splits: tuple[str, ...] = ("test",)  # native splits, as the files and Hugging Face name them
-    schemes: Mapping[str, Scheme] = field(default_factory=dict)  # partition schemes, by name
-    source: str = ""  # the Hugging Face dataset users know it by (id and config), for messages
-
-    def split_names(self) -> list[str]:
-        """Every split this benchmark accepts: native ones, then '<scheme>:<part>'."""
-        parts = [f"{n}:{p}" for n, scheme in sorted(self.schemes.items()) for p in scheme.part_names()]
-        return [*self.splits, *parts]
-
-
-_BENCHMARKS: dict[str, BenchmarkInfo] = {}
-
-
-def benchmark(
-    name: str,
-    kind: AnswerKind = "numeric",
-    n_choices: int = 4,
-    splits: tuple[str, ...] = ("test",),
-    schemes: Mapping[str, Scheme] | None = None,
-    source: str = "",
-) -> Callable[[Loader], Loader]:
-    """Register `fn(split, path) -> list[Sample]` (a full native split, in file order) under `name`."""
-
-    def deco(loader: Loader) -> Loader:
-        _BENCHMARKS[name] = BenchmarkInfo(
-            name, loader, kind, n_choices, splits, dict(schemes or {}), source
-        )
-        return loader
-
-    return deco
+# Importing the modules registers their benchmarks in the catalog; none reads any data at import time.
+import data.competition_math
+import data.gpqa
+import data.gsm8k
+import data.mmlu
+import data.synthetic
+import data.truthfulqa  # noqa: F401
+from data.catalog import CATALOG, BenchmarkInfo
+from data.splits import partition
+from data.types import Sample
 
 
 def benchmark_names() -> list[str]:
-    _load_builtins()
-    return sorted(_BENCHMARKS)
+    return sorted(CATALOG)
 
 
 def benchmark_info(name: str) -> BenchmarkInfo:
     """The registration of `name`; unknown names raise KeyError with a did-you-mean."""
-    _load_builtins()
-    if name not in _BENCHMARKS:
-        raise KeyError(unknown_name_message("benchmark", name, sorted(_BENCHMARKS)))
-    return _BENCHMARKS[name]
+    if name not in CATALOG:
+        known = sorted(CATALOG)
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean '{close[0]}'?)" if close else ""
+        raise KeyError(f"unknown benchmark '{name}'{hint}; known: {', '.join(known)}")
+    return CATALOG[name]
 
 
 def load_benchmark(
@@ -118,22 +79,3 @@ def split_items(info: BenchmarkInfo, split: str, path: str | None = None) -> lis
         info.name, scheme_name, scheme, pool, lambda other: benchmark_info(other).loader(scheme.pool_split, path)
     )
     return parts[part]
-
-
-def default_benchmark_dir() -> Path | None:
-    """$DEBATE_SWEEP_BENCHMARKS when set, else `shared/benchmarks` beside the repository if it exists."""
-    env = os.environ.get(BENCHMARKS_ENV)
-    if env:
-        return Path(env).expanduser()
-    beside_repo = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks"
-    return beside_repo if beside_repo.is_dir() else None
-
-
-def _load_builtins() -> None:
-    # Importing the modules registers their benchmarks; none reads any data at import time.
-    import data.competition_math  # noqa: F401
-    import data.gpqa  # noqa: F401
-    import data.gsm8k  # noqa: F401
-    import data.mmlu  # noqa: F401
-    import data.synthetic  # noqa: F401
-    import data.truthfulqa  # noqa: F401

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from data.catalog import benchmark
 from data.choices import choice_sample
-from data.registry import benchmark
 from data.sources import Record, hub_records, load_from, pick_file, read_records
 from data.types import Sample
 

@@ -16,8 +16,8 @@ correct]; E^r the round-r graph (s -> t: t sees, or is critiqued by, s). Per rou
   `critique_revise` protocol has critiques; `critiques` counts those delivered, `verdicts` those whose
   ACCEPT/REJECT could be read)
 - influence entropy = -sum_i p_i log p_i / log n with p = rho^r / sum rho^r, where rho follows PEAR's
-  influence rule (debate.routers.pear.InfluenceRule). For PEAR it is the router's own rule; for every
-  other method the default rule (beta 0.6, adoption, rho^0 = 1/n) applied to that method's graphs, so
+  influence rule (debate.influence.InfluenceRule). For PEAR it is the router's own rule (read from its
+  decision records); for every other method the default rule (beta 0.6, adoption, rho^0 = 1/n) applied to that method's graphs, so
   the number is comparable across methods (as in PEAR's Table 3). Methods without rounds keep rho^0
   uniform: 1.0 (PEAR App. C.4 notes CoT-SC's nominal 1.000). None for n = 1.
 - answer entropy = -sum_a q_a log2 q_a over the shares q_a of the agents' answers (bits; missing answers
@@ -46,8 +46,9 @@ from typing import Any
 
 import numpy as np
 
-from debate.routers.pear import InfluenceRule, PearRouter, influence_history
+from debate.influence import InfluenceRule, influence_history, rule_of
 from debate.state import DebateState, View
+from debate.trajectory import EpisodeResult
 from debate.vote import plurality_share
 
 
@@ -186,7 +187,8 @@ class Diagnostics:
 def diagnose(
     state: DebateState, is_correct: Callable[[str], bool], rule: InfluenceRule | None = None
 ) -> Diagnostics:
-    """Every round's diagnostics; `is_correct` grades one canonical answer (a missing one is wrong)."""
+    """Every round's diagnostics; `is_correct` grades one canonical answer (a missing one is wrong).
+    The influence rule is `rule`, else the one the state's decisions record (`debate.influence`)."""
     graded: dict[str, bool] = {}
 
     def right_(answer: str | None) -> bool:
@@ -196,12 +198,15 @@ def diagnose(
             graded[answer] = is_correct(answer)
         return graded[answer]
 
-    right = [[right_(v.answer) for v in views] for views in state.views]
-    rhos = influence_history(state, rule or InfluenceRule())
+    return _diagnose(state, [[right_(v.answer) for v in views] for views in state.views], rule)
+
+
+def diagnose_episode(result: EpisodeResult) -> Diagnostics:
+    """The diagnostics of a finished episode, from the correctness its trajectory already graded."""
+    return _diagnose(result.state, [list(r.correct_after) for r in result.trajectory], None)
+
+
+def _diagnose(state: DebateState, right: list[list[bool]], rule: InfluenceRule | None) -> Diagnostics:
+    rhos = influence_history(state, rule or rule_of(state))
     rounds = [_round(state, r, right, rhos[r]) for r in range(state.round)]
     return Diagnostics(rounds, _summary(rounds))
-
-
-def influence_rule(router: object) -> InfluenceRule:
-    """PEAR's own influence rule for a PEAR router; the default rule for every other method."""
-    return router.rule if isinstance(router, PearRouter) else InfluenceRule()

@@ -35,6 +35,9 @@ class Spec:
 
     name: str
     args: tuple[tuple[str, Any], ...] = ()
+    # What ids and seeds hash, when it differs from `args` (a renamed or later-added argument; see
+    # `debate.registry`). None: the same as `args`.
+    identity_args: tuple[tuple[str, Any], ...] | None = None
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -42,6 +45,11 @@ class Spec:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "args": self.kwargs}
+
+    def identity(self) -> dict[str, Any]:
+        """The spec as episode ids and seeds see it."""
+        args = self.args if self.identity_args is None else self.identity_args
+        return {"name": self.name, "args": dict(args)}
 
     def label(self) -> str:
         """A short human label, e.g. `fixed(topology=ring)`."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from debate.decision import Decision
 from debate.graph import Graph
 
 NEUTRAL_CONFIDENCE = 3  # used where a reply gave no confidence: neither trusted nor discounted
@@ -30,6 +31,7 @@ class Turn:
     seed: int | None = None
     cache_hit: bool = False
     sources: tuple[int, ...] = ()
+    cost: float = 0.0  # price-weighted: the seat's prices per million prompt/completion tokens
     extra: dict[str, Any] = field(default_factory=dict)  # protocol-specific (e.g. ACCEPT/REJECT verdicts)
 
 
@@ -44,13 +46,13 @@ class View:
 
 @dataclass(frozen=True)
 class DebateState:
-    """Everything routers may look at: each finished round's views, turns and graph. Immutable;
-    `advance` returns the next state, so a router can never change what it was shown."""
+    """Everything routers may look at: each finished round's views, turns and routing decision.
+    Immutable; `advance` returns the next state, so a router can never change what it was shown."""
 
     n: int
     views: tuple[tuple[View, ...], ...] = ()  # views[r][i]: agent i at the end of round r
     turns: tuple[tuple[Turn, ...], ...] = ()  # turns[r]: every call made in round r
-    graphs: tuple[Graph | None, ...] = ()  # graphs[r]: the round's graph (None for round 0)
+    decisions: tuple[Decision | None, ...] = ()  # decisions[r]: the round's decision (None for round 0)
     # A per-episode seed for draws a router must make once per episode, not once per round (PEAR's
     # base role graph). The loop sets it; it is the same in every round's state.
     routing_seed: int = 0
@@ -59,6 +61,11 @@ class DebateState:
     def round(self) -> int:
         """The index of the next round to run (0 before round 0 has run)."""
         return len(self.views)
+
+    @property
+    def graphs(self) -> tuple[Graph | None, ...]:
+        """graphs[r]: the round's graph (None for round 0)."""
+        return tuple(None if d is None else d.graph for d in self.decisions)
 
     @property
     def latest(self) -> tuple[View, ...]:
@@ -72,14 +79,19 @@ class DebateState:
     def confidences(self, r: int = -1) -> tuple[int, ...]:
         return tuple(v.confidence for v in self.views[r])
 
-    def advance(self, views: tuple[View, ...], turns: tuple[Turn, ...], graph: Graph | None) -> DebateState:
+    def advance(
+        self, views: tuple[View, ...], turns: tuple[Turn, ...], decision: Decision | Graph | None
+    ) -> DebateState:
+        """The state after one more round; a bare graph stands for a decision in which everyone speaks."""
+        if isinstance(decision, Graph):
+            decision = Decision(decision)
         if len(views) != self.n:
             raise ValueError(f"expected {self.n} views, got {len(views)}")
         return DebateState(
             n=self.n,
             views=self.views + (views,),
             turns=self.turns + (turns,),
-            graphs=self.graphs + (graph,),
+            decisions=self.decisions + (decision,),
             routing_seed=self.routing_seed,
         )
 

@@ -11,8 +11,8 @@ A space maps one to one onto Optuna's `suggest_float` / `suggest_int` / `suggest
 
 `when: {param: value}` (or `{param: [v1, v2]}`) suggests a parameter only when every named, earlier
 parameter took one of the given values. Parsing checks the structure (`SpaceError`, one line naming
-the file, the field and the fix); `check_method` checks the names and bounds against the method
-registry. Nothing here imports Optuna: `sample` drives any object with the three `suggest_*` methods.
+the file, the field and the fix); `sweep.study.spaces.check_method` checks the names and bounds
+against the method registry. Nothing here imports Optuna or the debate core: `sample` drives any object with the three `suggest_*` methods.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def load_space(ref: str | Path, base_dir: Path | None = None) -> SearchSpace:
     path = next((c for c in candidates if c.is_file()), None)
     if path is None:
         raise SpaceError(
-            f"search_space: {text!r} is neither a file nor a packaged space{_close(text, space_names())}; "
+            f"search_space: {text!r} is neither a file nor a packaged space{close_match(text, space_names())}; "
             f"packaged: {', '.join(space_names())}"
         )
     try:
@@ -135,7 +135,7 @@ def parse_space(raw: Any, source: str = "<inline>") -> SearchSpace:
     if unknown:
         key = sorted(unknown)[0]
         raise SpaceError(
-            f"{source}: unknown key '{key}'{_close(key, sorted(_TOP))}; allowed: method, description, params"
+            f"{source}: unknown key '{key}'{close_match(key, sorted(_TOP))}; allowed: method, description, params"
         )
     method, params = raw.get("method"), raw.get("params")
     if not isinstance(method, str) or not method:
@@ -159,7 +159,7 @@ def _param(name: str, spec: Any, where: str, earlier: list[Param]) -> Param:
     if unknown:
         key = sorted(unknown)[0]
         raise SpaceError(
-            f"{where}: unknown key '{key}'{_close(key, sorted(_KEYS))}; allowed: {', '.join(sorted(_KEYS))}"
+            f"{where}: unknown key '{key}'{close_match(key, sorted(_KEYS))}; allowed: {', '.join(sorted(_KEYS))}"
         )
     when = _when(spec.get("when"), where, earlier)
     if "choices" in spec:
@@ -227,7 +227,7 @@ def _when(raw: Any, where: str, earlier: list[Param]) -> tuple[tuple[str, tuple[
     for name, value in raw.items():
         if name not in known:
             raise SpaceError(
-                f"{where}: when names '{name}', which is not a parameter declared above it{_close(str(name), list(known))}; "
+                f"{where}: when names '{name}', which is not a parameter declared above it{close_match(str(name), list(known))}; "
                 "declare conditions first"
             )
         values = tuple(value) if isinstance(value, list) else (value,)
@@ -238,44 +238,6 @@ def _when(raw: Any, where: str, earlier: list[Param]) -> tuple[tuple[str, tuple[
             )
         out.append((str(name), values))
     return tuple(out)
-
-
-def check_method(space: SearchSpace, method: str, fixed: Mapping[str, Any] | None = None) -> None:
-    """SpaceError unless every parameter is an argument of `method` that its factory accepts at each
-    bound (or choice), with the `fixed` arguments and the other defaults in place."""
-    from debate.methods import METHODS, build_method  # lazily: the core is a lower floor
-
-    where = space.source
-    if space.method != method:
-        raise SpaceError(
-            f"{where}: method: this space is for '{space.method}', but the study tunes '{method}'; use a {method} space"
-        )
-    if method not in METHODS:
-        raise SpaceError(
-            f"{where}: method '{method}' is not registered{_close(method, METHODS.names())}; known: {', '.join(METHODS.names())}"
-        )
-    try:
-        takes = list(METHODS.resolve(method, {}).kwargs)
-    except ValueError as e:
-        raise SpaceError(f"{where}: method '{method}': {e}") from None
-    overlap = sorted(set(fixed or {}) & set(space.names))
-    if overlap:
-        raise SpaceError(
-            f"{where}: params.{overlap[0]} is also fixed in the study's method.args; remove it from one of them"
-        )
-    for p in space.params:
-        if p.name not in takes:
-            raise SpaceError(
-                f"{where}: params.{p.name}: method '{method}' has no argument '{p.name}'{_close(p.name, takes)}; "
-                f"it takes: {', '.join(takes)}"
-            )
-        for value in p.extremes():
-            try:
-                build_method(method, {**(fixed or {}), p.name: value})
-            except (ValueError, TypeError) as e:
-                raise SpaceError(
-                    f"{where}: params.{p.name}: {method} refuses {value!r} ({e}); narrow the range"
-                ) from None
 
 
 def _param_dict(p: Param) -> dict[str, Any]:
@@ -294,6 +256,6 @@ def _param_dict(p: Param) -> dict[str, Any]:
     return out
 
 
-def _close(name: str, known: list[str]) -> str:
+def close_match(name: str, known: list[str]) -> str:
     close = difflib.get_close_matches(name, known, n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
-from sweep import data_cli, study_cli
+from sweep import data_cli
 from sweep.config import ConfigError, SweepConfig, load_config
+from sweep.study import cli as study_cli
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from actors.registry import engine_names
 from data.registry import benchmark_names
-from debate.methods import METHODS
+from debate.methods import build_method
 from debate.spec import closest, stable_hash
 
 
@@ -90,10 +90,7 @@ class MethodEntry(_Strict):
 
     @model_validator(mode="after")
     def _resolves(self) -> MethodEntry:
-        METHODS.resolve(self.name, self.args)  # raises with a did-you-mean on a bad name or arg
-        from debate.methods import build_method
-
-        build_method(self.name, self.args)  # and the factory's own range checks
+        build_method(self.name, self.args)  # names, types and ranges; a did-you-mean on a typo
         return self
 
 

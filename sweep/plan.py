@@ -52,13 +52,14 @@ class Plan:
         )
 
 
-def resolved_method_spec(cfg: SweepConfig, method: Method) -> dict[str, Any]:
-    """The method as it will actually run: its args, protocol, team and rounds."""
+def resolved_method_spec(cfg: SweepConfig, method: Method, identity: bool = False) -> dict[str, Any]:
+    """The method as it will actually run: its args, protocol, team and rounds. `identity`: with the
+    arguments as episode ids hash them (`debate.registry`: renamed and later-added arguments)."""
     team = cfg.team()
     n = method.team_size(len(team))
     return {
         "name": method.spec.name,
-        "args": method.spec.kwargs,
+        "args": method.spec.identity()["args"] if identity else method.spec.kwargs,
         "protocol": method.protocol if method.router is not None else "none",
         "rounds": method.num_rounds(cfg.rounds) if method.router is not None else 0,
         "n_agents": n,
@@ -79,6 +80,7 @@ def build_plan(cfg: SweepConfig) -> Plan:
     for entry in cfg.method_entries():
         method = build_method(entry.name, entry.args)
         spec = resolved_method_spec(cfg, method)
+        id_spec = resolved_method_spec(cfg, method, identity=True)
         team_specs = [
             cfg.models[m].model_dump(exclude={"replicas", "num_gpus", "num_cpus", "max_concurrency"})
             for m in spec["agents"]
@@ -86,12 +88,12 @@ def build_plan(cfg: SweepConfig) -> Plan:
         for i, ds in enumerate(cfg.datasets):
             ds_id = {"name": ds.name, "split": ds.split}
             for seed in cfg.seeds:
-                key = stable_hash({"method": spec, "team": team_specs, "dataset": ds_id, "seed": seed})
+                key = stable_hash({"method": id_spec, "team": team_specs, "dataset": ds_id, "seed": seed})
                 group = Group(key, method, spec, ds, seed, tuple(spec["agents"]))
                 groups.append(group)
                 for s in samples[i]:
                     eid = stable_hash(
-                        {"method": spec, "team": team_specs, "dataset": ds_id, "item": s.id, "seed": seed}
+                        {"method": id_spec, "team": team_specs, "dataset": ds_id, "item": s.id, "seed": seed}
                     )
                     tasks.append(EpisodeTask(eid, group, s))
     ids = [t.episode_id for t in tasks]

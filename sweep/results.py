@@ -19,17 +19,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sweep.schema import EPISODE_SCHEMA, ROUND_SCHEMA, TURN_SCHEMA, round_rows, turn_rows
+from sweep.schema import EPISODE_SCHEMA, ROUND_SCHEMA, TURN_SCHEMA
 
-__all__ = [
-    "EPISODE_SCHEMA",
-    "ROUND_SCHEMA",
-    "TURN_SCHEMA",
-    "BufferedWriter",
-    "ResultStore",
-    "round_rows",
-    "turn_rows",
-]
+__all__ = ["EPISODE_SCHEMA", "ROUND_SCHEMA", "TURN_SCHEMA", "BufferedWriter", "ResultStore"]
 
 
 _PART_GLOB = "part-*.parquet"

@@ -5,18 +5,15 @@
   parts written before they existed.
 - `turns/`: one row per model call; `verdicts` lines up with `sources` on `revise` turns (the critic's
   critique was ACCEPTed, REJECTed, or null: unreadable) and is empty on every other turn.
-- `rounds/`: one row per (episode, round), round 0 included: the per-round diagnostics.
+- `rounds/`: one row per (episode, round), round 0 included: the per-round diagnostics and the
+  router's decision (who spoke, the graph, edge weights, output caps, a learned policy's record).
+Columns added after the first release are nullable: null in parts written before they existed.
+The converters into rows are in `sweep.records`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
-
 import pyarrow as pa
-
-from debate.diagnostics import Diagnostics
-from debate.state import Turn
 
 
 def _f(name: str, type_: pa.DataType, nullable: bool = False) -> pa.Field:
@@ -47,6 +44,7 @@ EPISODE_SCHEMA = pa.schema(
         _f("sweep_id", pa.string()),
         _f("method", pa.string()),
         _f("method_spec", pa.string()),  # JSON of the method's full spec
+        _f("method_label", pa.string(), True),  # readable: the name and the arguments that define it
         _f("dataset", pa.string()),
         _f("split", pa.string()),
         _f("item_id", pa.string()),
@@ -93,6 +91,7 @@ TURN_SCHEMA = pa.schema(
         _f("cache_hit", pa.bool_()),
         _f("sources", pa.list_(pa.int32())),
         _f("verdicts", pa.list_(pa.string()), nullable=True),  # null only in parts older than the column
+        _f("cost", pa.float64(), True),  # price-weighted cost of the call
     ]
 )
 
@@ -123,32 +122,13 @@ ROUND_SCHEMA = pa.schema(
         _f("agreement", pa.float64()),
         _f("calls", pa.int32()),
         _f("tokens", pa.int64()),  # prompt + completion tokens of the round's calls
+        _f("cost", pa.float64(), True),  # price-weighted cost of the round's calls
+        _f("active", pa.list_(pa.int32()), True),  # agents that spoke (made calls) this round
+        # The router's decision (null in round 0): s -> t means t saw s.
+        _f("edge_src", pa.list_(pa.int32()), True),
+        _f("edge_tgt", pa.list_(pa.int32()), True),
+        _f("edge_weight", pa.list_(pa.float64()), True),  # per edge; null: the router gave no weights
+        _f("max_tokens", pa.list_(pa.int32()), True),  # per agent output cap; null: no caps
+        _f("decision", pa.string(), True),  # JSON record of a learned policy (or PEAR's scores)
     ]
 )
-
-
-def _verdicts(turn: Turn) -> list[str | None]:
-    if turn.phase != "revise":
-        return []
-    given = turn.extra.get("verdicts", {})
-    return [given.get(s) for s in turn.sources]
-
-
-def turn_rows(episode_id: str, turns: Iterable[Turn]) -> list[dict[str, Any]]:
-    """`Turn`s as rows of TURN_SCHEMA (of `extra`, only the verdicts are stored)."""
-    # Every other TURN_SCHEMA column is a Turn attribute of the same name.
-    fields = [n for n in TURN_SCHEMA.names if n not in ("episode_id", "sources", "verdicts")]
-    return [
-        {
-            "episode_id": episode_id,
-            **{n: getattr(t, n) for n in fields},
-            "sources": list(t.sources),
-            "verdicts": _verdicts(t),
-        }
-        for t in turns
-    ]
-
-
-def round_rows(episode_id: str, diagnostics: Diagnostics) -> list[dict[str, Any]]:
-    """The per-round diagnostics as rows of ROUND_SCHEMA."""
-    return [{"episode_id": episode_id, **row} for row in diagnostics.round_rows()]

@@ -15,9 +15,18 @@ import polars as pl
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, Run, RunTag, ViewType
 from mlflow.exceptions import MlflowException
-from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH, MAX_PARAMS_TAGS_PER_BATCH
+from mlflow.utils.validation import (
+    MAX_ENTITIES_PER_BATCH,
+    MAX_METRICS_PER_BATCH,
+    MAX_PARAM_VAL_LENGTH,
+    MAX_PARAMS_TAGS_PER_BATCH,
+)
 
+from sweep.config import SweepConfig
+from sweep.metrics import diagnostic_metrics, group_metrics
+from sweep.plan import Plan
 from sweep.results import ResultStore
+from sweep.scheduler import RunStats
 
 TAG_SWEEP_ID = "debate_sweep.sweep_id"
 TAG_ROLE = "debate_sweep.role"  # "sweep" (parent) | "group" (child): keeps parent look-ups off children
@@ -49,70 +58,25 @@ def flatten_params(d: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     return out
 
 
-def group_metrics(episodes: pl.DataFrame) -> tuple[dict[str, float], list[float]]:
-    """Scalar metrics of a group's episode rows, and the accuracy after each round (index = round)."""
-    n = episodes.height
-    calls = int(episodes["calls"].sum())
-    prompt = int(episodes["prompt_tokens"].sum())
-    completion = int(episodes["completion_tokens"].sum())
-    failures = int(episodes["parse_failures"].sum())
-    scalars = {
-        "accuracy": int(episodes["correct"].sum()) / n,
-        "n_episodes": float(n),
-        "calls_per_task": calls / n,
-        "prompt_tokens_per_task": prompt / n,
-        "completion_tokens_per_task": completion / n,
-        "tokens_per_task": (prompt + completion) / n,
-        "cached_tokens_per_task": float(episodes["cached_tokens"].sum()) / n,
-        "cost_per_task": float(episodes["cost"].sum()) / n,
-        "latency_s_per_task": float(episodes["latency_s"].sum()) / n,
-        "parse_failures_per_task": failures / n,
-        "parse_failure_rate": failures / calls if calls else 0.0,
-        "cache_hits": float(episodes["cache_hits"].sum()),
-        "cache_hit_rate": float(episodes["cache_hits"].sum()) / calls if calls else 0.0,
-    }
-    # Episodes may stop after different numbers of rounds: each round's accuracy is over the
-    # episodes that reached it.
-    hits: list[int] = []
-    seen: list[int] = []
-    for flags in episodes["round_correct"].to_list():
-        for r, ok in enumerate(flags or []):
-            if r == len(hits):
-                hits.append(0)
-                seen.append(0)
-            hits[r] += bool(ok)
-            seen[r] += 1
-    return scalars, [h / s for h, s in zip(hits, seen, strict=True)]
-
-
-# Diagnostics logged per group (means over episodes, nulls skipped) and per round (as steps).
-DIAGNOSTIC_SCALARS = (
-    "w2r", "r2w", "net", "cross_ans", "src_conf", "acceptance", "influence_entropy", "answer_entropy",
-    "agreement",
-)  # fmt: skip
-DIAGNOSTIC_COUNTS = ("w2r_count", "r2w_count", "changed", "critiques", "verdicts", "accepted")
-ROUND_SERIES = (*DIAGNOSTIC_SCALARS, "correct", "changed", "calls", "tokens")
-
-
-def _mean(frame: pl.DataFrame, col: str) -> float | None:
-    if col not in frame.columns or frame[col].null_count() == frame.height:
-        return None
-    value = frame[col].drop_nans().mean() if frame[col].dtype.is_float() else frame[col].mean()
-    return None if value is None else float(value)  # type: ignore[arg-type]
-
-
-def diagnostic_metrics(episodes: pl.DataFrame, rounds: pl.DataFrame | None) -> list[tuple[str, float, int]]:
-    """(name, value, step) of a group's diagnostics: the episodes' summary columns averaged over
-    episodes (`<count>_per_task` for counts), and each round's mean as `<name>_round` at step = round.
-    A quantity no episode defines is not logged."""
-    out = [(c, v, 0) for c in DIAGNOSTIC_SCALARS if (v := _mean(episodes, c)) is not None]
-    out += [(f"{c}_per_task", v, 0) for c in DIAGNOSTIC_COUNTS if (v := _mean(episodes, c)) is not None]
-    if rounds is None or rounds.height == 0:
-        return out
-    for r, frame in sorted(rounds.partition_by("round", as_dict=True).items()):
-        step = int(r[0])
-        out += [(f"{c}_round", v, step) for c in ROUND_SERIES if (v := _mean(frame, c)) is not None]
-    return out
+def log_batch(
+    client: MlflowClient, run_id: str, metrics: list[Metric], params: list[Param], tags: list[RunTag]
+) -> None:
+    """Log in as few `log_batch` calls as MLflow's per-batch limits allow (params + tags, metrics,
+    entities in all)."""
+    pairs: list[Param | RunTag] = [*params, *tags]
+    metrics = list(metrics)
+    while True:
+        part, pairs = pairs[:MAX_PARAMS_TAGS_PER_BATCH], pairs[MAX_PARAMS_TAGS_PER_BATCH:]
+        room = min(MAX_METRICS_PER_BATCH, MAX_ENTITIES_PER_BATCH - len(part))
+        batch, metrics = metrics[:room], metrics[room:]
+        client.log_batch(
+            run_id,
+            metrics=batch,
+            params=[p for p in part if isinstance(p, Param)],
+            tags=[t for t in part if isinstance(t, RunTag)],
+        )
+        if not pairs and not metrics:
+            return
 
 
 def _runs(client: MlflowClient, experiment_id: str, filter_string: str) -> Iterator[Run]:
@@ -133,6 +97,7 @@ class Tracker:
 
     def __init__(self, tracking_uri: str, experiment: str, out_dir: Path) -> None:
         os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
+        self.uri = tracking_uri
         self.client = MlflowClient(tracking_uri=tracking_uri)
         self.out_dir = Path(out_dir).resolve()
         self.experiment_id = self._experiment(experiment)
@@ -157,17 +122,7 @@ class Tracker:
         return exp.experiment_id
 
     def _batch(self, run_id: str, metrics: list[Metric], params: list[Param], tags: list[RunTag]) -> None:
-        """One log_batch, split only where MLflow's per-batch limit on params + tags demands it."""
-        pairs: list[Param | RunTag] = [*params, *tags]
-        chunk = MAX_PARAMS_TAGS_PER_BATCH
-        for start in range(0, max(len(pairs), 1), chunk):
-            part = pairs[start : start + chunk]
-            self.client.log_batch(
-                run_id,
-                metrics=metrics if start == 0 else [],
-                params=[p for p in part if isinstance(p, Param)],
-                tags=[t for t in part if isinstance(t, RunTag)],
-            )
+        log_batch(self.client, run_id, metrics, params, tags)
 
     def start_sweep(
         self, sweep_id: str, name: str, params: Mapping[str, str], tags: Mapping[str, str] | None = None
@@ -198,6 +153,32 @@ class Tracker:
             if TAG_GROUP in r.data.tags
         }
         return self.parent_id
+
+    def log_sweep(self, cfg: SweepConfig, plan: Plan, store: ResultStore, stats: RunStats | None) -> str:
+        """The whole sweep: the parent run, a child per group with stored episodes, and the parent's
+        summary metrics; returns the parent run id."""
+        params = flatten_params(cfg.model_dump(mode="json", exclude={"tracking"}))
+        parent = self.start_sweep(cfg.identity(), cfg.name, params)
+        episodes, turns = store.episodes(), store.turns()
+        for g in plan.groups:
+            ids = [t.episode_id for t in plan.tasks if t.group is g]
+            ep = episodes.filter(pl.col("episode_id").is_in(ids))
+            if ep.height == 0:
+                continue
+            tu = turns.filter(pl.col("episode_id").is_in(ids))
+            gparams = flatten_params(
+                {"method": g.method_spec, "dataset": g.dataset.model_dump(), "seed": g.seed}
+            )
+            self.log_group(g.key, g.run_name, gparams, ep, tu)
+        done = episodes.filter(pl.col("sweep_id") == cfg.identity()) if episodes.height else episodes
+        metrics = {
+            "episodes_done": float(done.height),
+            "cache_hits_this_run": float(stats.cache_hits if stats else 0),
+        }
+        if done.height:
+            metrics["accuracy"] = float(done["correct"].mean())  # type: ignore[arg-type]
+        self.finish_sweep("FAILED" if stats and stats.failures else "FINISHED", metrics)
+        return parent
 
     def _parent(self) -> str:
         if self.parent_id is None:
@@ -266,6 +247,23 @@ class Tracker:
         }
         self.client.log_dict(parent, summary, "summary.json")
         self.client.set_terminated(parent, status)
+
+
+class NullTracker:
+    """Tracking off: the same calls as `Tracker`, logging nothing."""
+
+    uri: str | None = None
+
+    def log_sweep(self, cfg: SweepConfig, plan: Plan, store: ResultStore, stats: RunStats | None) -> None:
+        return None
+
+
+def sweep_tracker(cfg: SweepConfig, uri: str | None = None) -> Tracker | NullTracker:
+    """The sweep's tracker: MLflow at `uri` (else the config's, else the default), or a null one."""
+    if not cfg.tracking.enabled:
+        return NullTracker()
+    out = Path(cfg.output_dir).resolve()
+    return Tracker(uri or cfg.tracking.uri or default_tracking_uri(out), cfg.tracking.experiment, out)
 
 
 def read_runs(tracking_uri: str, experiment: str) -> list[dict[str, Any]]:

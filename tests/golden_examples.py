@@ -27,7 +27,7 @@ EXAMPLES: list[tuple[str, list[str]]] = [
 
 def _config(name: str) -> Any:
     from sweep.config import load_config
-    from sweep.study_config import load_study
+    from sweep.study.config import load_study
 
     path = ROOT / "examples" / name
     if name.startswith("study_"):
@@ -48,7 +48,7 @@ async def _episodes(cfg: Any) -> list[dict[str, Any]]:
     from data.graders import grader_for
     from debate.episode import run_episode
     from sweep.plan import build_plan
-    from sweep.runner import build_agents
+    from sweep.pool import build_agents
 
     plan = build_plan(cfg)
     used = sorted({m for t in plan.tasks for m in t.group.seats})

@@ -127,7 +127,7 @@ def test_python_dash_m_sweep_is_the_console_script(tmp_path: Path) -> None:
 @pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.yaml")), ids=lambda p: p.name)
 def test_every_shipped_example_validates_and_builds_its_methods(path: Path) -> None:
     from debate.methods import build_method
-    from sweep.study_config import load_study
+    from sweep.study.config import load_study
 
     if path.name.startswith("study_"):
         setup = load_study(path)

@@ -12,11 +12,11 @@ import pytest
 from actors.registry import build_backend
 from data.graders import NumericGrader
 from data.types import Sample
-from debate.diagnostics import answer_entropy, diagnose, influence_entropy, influence_rule
+from debate.diagnostics import answer_entropy, diagnose, diagnose_episode, influence_entropy
 from debate.episode import Agent, run_episode
 from debate.graph import Graph
+from debate.influence import InfluenceRule, rule_of
 from debate.methods import build_method
-from debate.routers.pear import InfluenceRule, PearRouter
 from debate.state import DebateState, Turn, View
 
 CASE_GRAPH = Graph(5, [(s - 1, t - 1) for s, t in [(3, 1), (4, 1), (3, 2), (5, 2), (1, 3), (2, 3), (2, 4), (3, 4), (1, 5), (3, 5)]])  # fmt: skip
@@ -118,10 +118,19 @@ def test_entropies_leave_missing_answers_out() -> None:
     assert influence_entropy(np.array([1.0, 0.0])) == 0.0
 
 
-def test_influence_rule_is_pears_own_for_pear_only() -> None:
-    assert influence_rule(PearRouter(beta=0.3, influence="accept")) == InfluenceRule(0.3, "accept")
-    assert influence_rule(build_method("random", {"k": 2}).router) == InfluenceRule()
-    assert influence_rule(None) == InfluenceRule()
+def test_influence_rule_comes_from_pears_decisions_only() -> None:
+    sim = build_backend("simulated", "sim", {"skill": 0.5})
+    sample = Sample(id="d1", question="What is 6 * 7?", gold="42", kind="numeric")
+    team = [Agent("sim", sim)] * 4
+    pear = build_method("pear", {"beta": 0.3, "influence": "accept", "mc_permutations": 8})
+    ring = build_method("fixed", {"topology": "ring"})
+    pear_res = asyncio.run(run_episode(pear, team, sample, NumericGrader(), 2, 1, "toy"))
+    ring_res = asyncio.run(run_episode(ring, team, sample, NumericGrader(), 2, 1, "toy"))
+    assert rule_of(pear_res.state) == InfluenceRule(0.3, "accept")
+    assert rule_of(ring_res.state) == InfluenceRule() == rule_of(DebateState(n=2))
+    # the episode's diagnostics use the recorded rule, as if it were given explicitly
+    right = lambda a: a == "42"  # noqa: E731
+    assert diagnose_episode(pear_res) == diagnose(pear_res.state, right, InfluenceRule(0.3, "accept"))
 
 
 def test_every_method_gets_diagnostics_from_a_real_episode() -> None:
@@ -130,9 +139,8 @@ def test_every_method_gets_diagnostics_from_a_real_episode() -> None:
     for name, args in [("cot", {}), ("cot_sc", {"m": 3}), ("fixed", {"topology": "ring"}), ("pear", {})]:
         method = build_method(name, args)
         res = asyncio.run(run_episode(method, [Agent("sim", sim)] * 4, sample, NumericGrader(), 2, 2, "toy"))
-        diag = diagnose(
-            res.state, lambda a: NumericGrader().grade(a, "42") == "correct", influence_rule(method.router)
-        )
+        diag = diagnose_episode(res)
+        assert diag == diagnose(res.state, lambda a: NumericGrader().grade(a, "42") == "correct")
         assert len(diag.rounds) == res.state.round
         assert sum(d.calls for d in diag.rounds) == res.calls
         assert sum(d.tokens for d in diag.rounds) == res.prompt_tokens + res.completion_tokens

@@ -255,7 +255,7 @@ def test_every_router_runs_under_both_protocols_with_the_simulated_backend() -> 
 
 def test_simulated_pear_fills_critique_acceptance() -> None:
     from actors.registry import build_backend
-    from debate.diagnostics import diagnose, influence_rule
+    from debate.diagnostics import diagnose_episode
 
     sim = build_backend("simulated", "sim", {"skill": 0.5, "malformed_rate": 0.0})
     team = [Agent("sim", sim)] * 4
@@ -265,9 +265,7 @@ def test_simulated_pear_fills_critique_acceptance() -> None:
     for i in range(20):
         sample = Sample(id=f"q{i}", question=f"What is {i} * 7?", gold=str(7 * i), kind="numeric")
         res = asyncio.run(run_episode(method, team, sample, grader, i, 2, "toy"))
-        diag = diagnose(
-            res.state, lambda a, s=sample: grader.grade(a, s.gold) == "correct", influence_rule(method.router)
-        )
+        diag = diagnose_episode(res)
         for key in totals:
             totals[key] += diag.summary[key]
     # every critique gets a readable verdict; some persuade and some do not

@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from debate.graph import Graph
-from debate.routers import ROUTERS
+from debate.methods import build_method
+from debate.routers import FixedRouter, RandomRouter
 from debate.routers.fixed import TOPOLOGIES
 from debate.state import DebateState, View
 
@@ -68,18 +69,18 @@ def test_graph_is_immutable_and_hashable() -> None:
 
 @given(st.integers(2, 8), st.integers(0, 10), st.integers(0, 2**31 - 1))
 def test_random_router_in_degree_is_exactly_k(n: int, k: int, seed: int) -> None:
-    router = ROUTERS.build("random", {"k": k})
-    g = router.route(_state(n), np.random.default_rng(seed))
+    router = RandomRouter(k=k)
+    g = router.route(_state(n), np.random.default_rng(seed)).graph
     for t in range(n):
         assert g.in_degree(t) == min(k, n - 1)
 
 
 def test_random_router_is_seeded_and_varies() -> None:
-    router = ROUTERS.build("random", {"k": 2})
+    router = RandomRouter(k=2)
     a = router.route(_state(6), np.random.default_rng(1))
     b = router.route(_state(6), np.random.default_rng(1))
-    assert a == b
-    graphs = {router.route(_state(6), np.random.default_rng(s)).edges for s in range(20)}
+    assert a == b and a.active is None  # everyone speaks
+    graphs = {router.route(_state(6), np.random.default_rng(s)).graph.edges for s in range(20)}
     assert len(graphs) > 10
 
 
@@ -90,10 +91,12 @@ def test_relabel_permutes_edges() -> None:
         g.relabel([0, 0, 1])
 
 
-def test_router_registry_did_you_mean() -> None:
+def test_method_registry_did_you_mean() -> None:
     with pytest.raises(ValueError, match="did you mean 'fixed'"):
-        ROUTERS.resolve("fixd")
+        build_method("fixd")
     with pytest.raises(ValueError, match="did you mean 'topology'"):
-        ROUTERS.resolve("fixed", {"topolgy": "ring"})
+        build_method("fixed", {"topolgy": "ring"})
     with pytest.raises(ValueError, match="unknown topology"):
-        ROUTERS.build("fixed", {"topology": "hexagon"})
+        build_method("fixed", {"topology": "hexagon"})
+    with pytest.raises(ValueError, match="unknown topology"):
+        FixedRouter(topology="hexagon")

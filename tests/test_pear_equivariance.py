@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from actors.base import ChatRequest, Completion
 from data.graders import NumericGrader
 from data.types import Sample
+from debate.decision import Decision
 from debate.episode import Agent, EpisodeResult, run_episode
-from debate.graph import Graph
 from debate.methods import build_method
 from debate.routers.pear import PearRouter, Pool
 from debate.state import DebateState, Turn, View
@@ -73,9 +73,9 @@ class Conjugated:
     inner: PearRouter | SeatBiased
     sigma: tuple[int, ...]
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Graph:
+    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         pool = self.inner.pool(state, rng).relabel(self.sigma)
-        return pool.graph(self.inner.choose(state, pool, rng))
+        return Decision(pool.graph(self.inner.choose(state, pool, rng)))
 
 
 @dataclass(frozen=True)
@@ -91,9 +91,9 @@ class SeatBiased:
         rng.random()  # the same draws as PEAR's choice, so only the bias differs
         return int(np.argmax(self.inner.scores(state, pool) + (pool.src == 0).sum(axis=1)))
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Graph:
+    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         pool = self.pool(state, rng)
-        return pool.graph(self.choose(state, pool, rng))
+        return Decision(pool.graph(self.choose(state, pool, rng)))
 
 
 def episode(router: object, identity: Sequence[int], args: dict, seed: int) -> EpisodeResult:
@@ -133,7 +133,7 @@ def plain(router: PearRouter) -> PearRouter:
 
 ARGS = [
     {"mc_permutations": 24},
-    {"mc_permutations": 24, "temperature": 0.0, "influence": "accept"},
+    {"mc_permutations": 24, "selection_temperature": 0.0, "influence": "accept"},
     {"mc_permutations": 16, "candidates": "fresh", "k": 3},
     {"mc_permutations": 24, "protocol": "update", "alpha_t": 1.0},
 ]
@@ -160,7 +160,7 @@ def test_the_population_is_sensitive_to_routing() -> None:
     finals = set()
     for seed in range(12):
         res = episode(
-            PearRouter(mc_permutations=24, temperature=5.0), range(N), {"mc_permutations": 24}, seed
+            PearRouter(mc_permutations=24, selection_temperature=5.0), range(N), {"mc_permutations": 24}, seed
         )
         finals.add(tuple(v.answer for v in res.state.views[-1]))
     assert len(finals) > 1

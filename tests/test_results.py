@@ -17,15 +17,8 @@ import pytest
 from debate.diagnostics import diagnose
 from debate.graph import Graph
 from debate.state import DebateState, Turn, View
-from sweep.results import (
-    EPISODE_SCHEMA,
-    ROUND_SCHEMA,
-    TURN_SCHEMA,
-    BufferedWriter,
-    ResultStore,
-    round_rows,
-    turn_rows,
-)
+from sweep.records import round_rows, turn_rows
+from sweep.results import EPISODE_SCHEMA, ROUND_SCHEMA, TURN_SCHEMA, BufferedWriter, ResultStore
 
 
 def episode(
@@ -67,7 +60,7 @@ def turns_for(eid: str, text: str = "reply") -> list[dict[str, Any]]:
              reasoning="", parsed=False, prompt_tokens=10, completion_tokens=5),
         Turn(agent=1, round=1, phase="update", model="m-b", text=text, answer="42", confidence=4,
              reasoning="because", parsed=True, prompt_tokens=20, completion_tokens=7, cached_tokens=3,
-             latency_s=0.25, seed=11, sources=(0, 1), extra={"verdict": "ACCEPT"}),
+             latency_s=0.25, seed=11, sources=(0, 1), cost=0.5, extra={"verdict": "ACCEPT"}),
     ]  # fmt: skip
     return turn_rows(eid, turns)
 
@@ -78,7 +71,7 @@ def test_turn_rows_convert_every_field() -> None:
         "episode_id": "e1", "round": 1, "agent": 1, "phase": "update", "model": "m-b", "text": "reply",
         "answer": "42", "confidence": 4, "reasoning": "because", "parsed": True, "prompt_tokens": 20,
         "completion_tokens": 7, "cached_tokens": 3, "latency_s": 0.25, "seed": 11, "cache_hit": False, "sources": [0, 1],
-        "verdicts": [],
+        "verdicts": [], "cost": 0.5,
     }  # fmt: skip
     assert set(rows[0]) == set(TURN_SCHEMA.names)
 
@@ -268,11 +261,12 @@ def test_a_real_pear_episode_stores_its_diagnostics(tmp_path: Path) -> None:
     from actors.registry import build_backend
     from data.graders import NumericGrader
     from data.types import Sample
+    from debate.diagnostics import diagnose_episode
     from debate.episode import Agent, run_episode
     from debate.methods import build_method
     from sweep.config import DatasetSpec
     from sweep.plan import EpisodeTask, Group
-    from sweep.scheduler import episode_diagnostics, episode_row
+    from sweep.records import episode_row
 
     method = build_method("pear", {"mc_permutations": 8})
     sample = Sample(id="q", question="What is 6 * 7?", gold="42", kind="numeric")
@@ -280,10 +274,12 @@ def test_a_real_pear_episode_stores_its_diagnostics(tmp_path: Path) -> None:
     result = asyncio.run(run_episode(method, team, sample, NumericGrader(), 1, 2, "arith"))
     spec = {"name": "pear", "args": method.spec.kwargs, "rounds": 2}
     task = EpisodeTask("ep", Group("g", method, spec, DatasetSpec(name="arith"), 1, ("sim",) * 4), sample)
-    diag = episode_diagnostics(task, result)
+    diag = diagnose_episode(result)
     store = ResultStore(tmp_path)
     store.append(
-        [episode_row(task, result, "sw", True, diag)], turn_rows("ep", result.turns), round_rows("ep", diag)
+        [episode_row(task, result, "sw", True, diag)],
+        turn_rows("ep", result.turns),
+        round_rows("ep", diag, result),
     )
     row = store.episodes().row(0, named=True)
     assert row["critiques"] == row["verdicts"] == 2 * 4 * 2  # every simulated revision gives its verdicts

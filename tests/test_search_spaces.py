@@ -13,20 +13,21 @@ import pytest
 import yaml
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
 
-from debate.methods import METHODS
-from search_spaces import SpaceError, check_method, load_space, parse_space, sample, space_names
+from debate.methods import METHODS, resolve
+from search_spaces import SpaceError, load_space, parse_space, sample, space_names
 from sweep.config import ConfigError
-from sweep.study_cli import main
-from sweep.study_config import load_study
+from sweep.study.cli import main
+from sweep.study.config import load_study
+from sweep.study.spaces import check_method
 from tests.conftest import ROOT
 
-PEAR_NAMES = {"alpha_t", "alpha_i", "alpha_l", "tau_tgt", "tau_src", "tau_low", "beta", "temperature", "k"}
+PEAR_NAMES = {"alpha_t", "alpha_i", "alpha_l", "tau_tgt", "tau_src", "tau_low", "beta", "selection_temperature", "k"}
 
 
 def test_packaged_spaces_parse_and_the_registered_ones_match_their_methods() -> None:
     assert {"pear", "random", "fixed", "rumad", "cpp"} <= set(space_names())
     assert set(load_space("pear").names) == PEAR_NAMES
-    assert set(METHODS.resolve("pear", {}).kwargs) >= PEAR_NAMES
+    assert set(resolve("pear", {}).kwargs) >= PEAR_NAMES
     for name in ("pear", "random", "fixed"):
         check_method(load_space(name), name)
     assert load_space("random").names == ("k",)
@@ -92,7 +93,7 @@ def test_sample_drives_a_real_optuna_trial_with_matching_distributions() -> None
     pear_trial = optuna.create_study().ask()
     sample(load_space("pear"), pear_trial)
     assert pear_trial.distributions["tau_src"] == IntDistribution(1, 5)
-    assert pear_trial.distributions["temperature"] == FloatDistribution(0.05, 2.0, log=True)
+    assert pear_trial.distributions["selection_temperature"] == FloatDistribution(0.05, 2.0, log=True)
 
 
 @pytest.mark.parametrize(
@@ -197,7 +198,7 @@ def test_bad_studies_exit_2_with_one_line_and_write_nothing(
 
 def test_the_real_command_refuses_a_bad_space_before_any_trial(tmp_path: Path) -> None:
     bad = {"method": "random", "params": {"k": {"type": "int", "low": 4, "high": 2}}}
-    cmd = [sys.executable, "-m", "sweep.study_cli", "study", str(study_file(tmp_path, bad))]
+    cmd = [sys.executable, "-m", "sweep.study.cli", "study", str(study_file(tmp_path, bad))]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip().count("\n") == 0 and "low 4 > high 2; swap them" in proc.stderr
@@ -226,7 +227,7 @@ def test_a_study_resumed_or_summarised_from_another_config_is_refused(
 ) -> None:
     from rich.console import Console
 
-    from sweep.study import StudyRunner
+    from sweep.study.runner import StudyRunner
 
     path = study_file(tmp_path)
     StudyRunner(load_study(path), Console(stderr=True))  # creates the study in its journal; no Ray

@@ -23,9 +23,9 @@ from rich.console import Console
 from sweep.config import load_config
 from sweep.plan import build_plan
 from sweep.results import ResultStore
-from sweep.study_cli import main
-from sweep.study_config import load_study
-from sweep.study_storage import open_storage
+from sweep.study.cli import main
+from sweep.study.config import load_study
+from sweep.study.storage import open_storage
 from sweep.tracking import read_runs
 from tests.conftest import ROOT, RayHead
 
@@ -72,7 +72,7 @@ def plan_ids(study_path: Path, params: dict[str, Any]) -> set[str]:
 
 
 def study_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "sweep.study_cli", "study", *args]
+    return [sys.executable, "-m", "sweep.study.cli", "study", *args]
 
 
 def check_mlflow(uri: str, study: optuna.Study) -> list[dict[str, Any]]:
@@ -128,8 +128,8 @@ def test_twenty_trials_log_mlflow_parent_children_plots_and_resume_as_done(
 def test_wilcoxon_prunes_a_clearly_worse_trial_before_its_episodes_run(
     tmp_path: Path, ray_driver: RayHead
 ) -> None:
-    from sweep.study import StudyRunner
-    from sweep.study_cli import EnginePool
+    from sweep.study.cli import EnginePool
+    from sweep.study.runner import StudyRunner
 
     base = {
         "models": {

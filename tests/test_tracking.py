@@ -14,16 +14,16 @@ from mlflow import MlflowClient
 from debate.diagnostics import diagnose
 from debate.graph import Graph
 from debate.state import DebateState, View
-from sweep.results import ResultStore, round_rows
+from sweep.metrics import diagnostic_metrics, group_metrics
+from sweep.records import round_rows
+from sweep.results import ResultStore
 from sweep.tracking import (
     TAG_GROUP,
     TAG_N_EPISODES,
     TAG_PARENT,
     Tracker,
     default_tracking_uri,
-    diagnostic_metrics,
     flatten_params,
-    group_metrics,
     read_runs,
 )
 

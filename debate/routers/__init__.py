@@ -1,7 +1,8 @@
-"""Routers decide who sees whom each round. Importing this package registers the built-in ones."""
+"""Routers decide who speaks and who sees whom each round. Importing this package registers the
+built-in ones as methods (each router file registers its own class with `debate.registry.method`)."""
 
-from debate.routers.base import ROUTERS, Router
+from debate.routers.base import Router
 from debate.routers.fixed import FixedRouter, RandomRouter
 from debate.routers.pear import PearRouter
 
-__all__ = ["ROUTERS", "FixedRouter", "PearRouter", "RandomRouter", "Router"]
+__all__ = ["FixedRouter", "PearRouter", "RandomRouter", "Router"]

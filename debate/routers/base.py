@@ -1,4 +1,4 @@
-"""The `Router` role: pure `route(state, rng) -> Graph`, and the router registry."""
+"""The `Router` role: pure `route(state, rng) -> Decision`, and the router registry."""
 
 from __future__ import annotations
 
@@ -6,15 +6,16 @@ from typing import Protocol
 
 import numpy as np
 
-from debate.graph import Graph
+from debate.decision import Decision
 from debate.spec import Registry
 from debate.state import DebateState
 
 
 class Router(Protocol):
-    """Who sees whom in the next round. Pure: reads `state`, draws only from `rng`, never mutates."""
+    """Who speaks and who sees whom in the next round. Pure: reads `state`, draws only from `rng`,
+    never mutates it. Routers are frozen dataclasses: their fields are the method's arguments."""
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Graph: ...
+    def route(self, state: DebateState, rng: np.random.Generator) -> Decision: ...
 
 
 ROUTERS: Registry[Router] = Registry("router")

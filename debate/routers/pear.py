@@ -15,14 +15,19 @@ scorer, an edge with a missing answer at either end is never a disagreement):
      L(E) = (1/(m tau_low)) sum_{(s,t) in E} max(0, tau_low + 1 - c_s)
    S(E) = a_T T - a_I I - a_L L, with a_X = alpha_x if use_x else 0. `normalize_terms=False` drops
    the 1/m and 1/(m tau_low) factors (the terms are then counts, not in [0, 1]).
-4. Selection: sample from softmax(S / temperature); temperature 0 is argmax with ties broken by the
-   rng; all three a_X = 0 is a uniform pick (the `pear_uniform` control).
+4. Selection: sample from softmax(S / selection_temperature) (named so that it cannot be taken for
+   the sampling temperature of the models); 0 is argmax with ties broken by the rng; all three
+   a_X = 0 is a uniform pick (the `pear_uniform` control).
 5. Influence rho (`influence_history`): rho^0 = 1/n (`rho_init="uniform"`, code) or 0 (`"zero"`, the
    paper's text); after round r, rho_s <- beta rho_s + (1 - beta) a_s, where a_s is the share of s's
    targets whose new answer equals s's previous answer (`influence="adoption"`, code) or whose
    revision ACCEPTed s's critique (`"accept"`, the paper's text; an unreadable verdict is not an
    acceptance); a_s = 0 when s had no targets. rho is recomputed from the stored rounds each time, so
-   the router stays a pure function of the state.
+   the router stays a pure function of the state. `adopt_missing=True` reproduces the authors' code
+   where it differs from ours: there a target left with no answer counts as adopting a source that
+   had none (ours never counts a missing answer as adoption).
+6. The decision record of each round holds the influence rule (diagnostics read it from there), rho
+   before the round, the chosen candidate's index and its T, I, L and S.
 
 Everything here depends on agent labels only through the state, so relabeling the agents (and the
 router's draws with them) relabels the chosen graph (Theorem 1; tested in tests/test_pear_equivariance.py).
@@ -30,63 +35,17 @@ router's draws with them) relabels the chosen graph (Theorem 1; tested in tests/
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
 
 import numpy as np
 
+from debate.decision import Decision
 from debate.graph import Graph
-from debate.routers.base import ROUTERS
+from debate.influence import InfluenceRule, influence_history
+from debate.registry import method
 from debate.state import DebateState
-
-
-@dataclass(frozen=True)
-class InfluenceRule:
-    """How rho evolves (item 5 of the module docstring). Diagnostics use it for every method."""
-
-    beta: float = 0.6
-    mode: str = "adoption"  # | "accept"
-    rho_init: str = "uniform"  # | "zero"
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.beta <= 1.0:
-            raise ValueError(f"pear: beta must be in [0, 1], got {self.beta}")
-        if self.mode not in ("adoption", "accept"):
-            raise ValueError(f"pear: influence must be 'adoption' or 'accept', got '{self.mode}'")
-        if self.rho_init not in ("uniform", "zero"):
-            raise ValueError(f"pear: rho_init must be 'uniform' or 'zero', got '{self.rho_init}'")
-
-
-def _shares(state: DebateState, r: int, mode: str) -> np.ndarray:
-    """a_s for round r: adoption of s's previous answer, or acceptance of s's critiques."""
-    graph, n = state.graphs[r], state.n
-    out = np.zeros(n)
-    if graph is None:
-        return out
-    before, after = state.views[r - 1], state.views[r]
-    verdicts = {t.agent: t.extra.get("verdicts", {}) for t in state.turns[r] if t.phase == "revise"}
-    for s in range(n):
-        targets = graph.targets(s)
-        if not targets:
-            continue
-        if mode == "accept":
-            hits = sum(verdicts.get(t, {}).get(s) == "ACCEPT" for t in targets)
-        else:
-            y = before[s].answer
-            hits = sum(y is not None and after[t].answer == y for t in targets)
-        out[s] = hits / len(targets)
-    return out
-
-
-def influence_history(state: DebateState, rule: InfluenceRule) -> list[np.ndarray]:
-    """rho after each finished round (index = round; rho^0 first)."""
-    n = state.n
-    rho = np.full(n, 1.0 / n) if rule.rho_init == "uniform" else np.zeros(n)
-    history = [rho]
-    for r in range(1, state.round):
-        rho = rule.beta * rho + (1.0 - rule.beta) * _shares(state, r, rule.mode)
-        history.append(rho)
-    return history
 
 
 def _codes(answers: Sequence[str | None]) -> np.ndarray:
@@ -152,6 +111,13 @@ class Pool:
         return Pool(self.n, p[self.src], p[self.tgt])
 
 
+def needs_verdicts(args: Mapping[str, Any]) -> None:
+    """`influence: accept` reads critique verdicts, which only `critique_revise` has."""
+    if args["influence"] == "accept" and args["protocol"] != "critique_revise":
+        raise ValueError("pear: influence 'accept' reads critique verdicts; it needs protocol critique_revise")
+
+
+@method("pear", protocol="critique_revise", check=needs_verdicts)
 @dataclass(frozen=True)
 class PearRouter:
     """PEAR (see the module docstring for every argument's role)."""
@@ -166,26 +132,30 @@ class PearRouter:
     tau_tgt: int = 3
     tau_low: int = 3
     normalize_terms: bool = True
-    temperature: float = 0.7
+    selection_temperature: float = 0.7
     beta: float = 0.6
     influence: str = "adoption"
     rho_init: str = "uniform"
+    adopt_missing: bool = False
     use_t: bool = True
     use_i: bool = True
     use_l: bool = True
+    # Episode ids hash a method's arguments: the rename and the later argument keep stored ids valid.
+    RENAMED: ClassVar[dict[str, str]] = {"selection_temperature": "temperature"}
+    ADDED: ClassVar[dict[str, Any]] = {"adopt_missing": False}
 
     def __post_init__(self) -> None:
-        InfluenceRule(self.beta, self.influence, self.rho_init)  # raises on a bad beta, mode or init
+        self.rule  # noqa: B018 - builds the InfluenceRule, which raises on a bad beta, mode or init
         if self.k < 1 or self.mc_permutations < 1 or self.tau_low < 1:
             raise ValueError("pear: k, mc_permutations and tau_low must be >= 1")
         if self.candidates not in ("relabel", "fresh"):
             raise ValueError(f"pear: candidates must be 'relabel' or 'fresh', got '{self.candidates}'")
-        if self.temperature < 0 or min(self.alpha_t, self.alpha_i, self.alpha_l) < 0:
-            raise ValueError("pear: temperature and the alphas must be >= 0")
+        if self.selection_temperature < 0 or min(self.alpha_t, self.alpha_i, self.alpha_l) < 0:
+            raise ValueError("pear: selection_temperature and the alphas must be >= 0")
 
     @property
     def rule(self) -> InfluenceRule:
-        return InfluenceRule(self.beta, self.influence, self.rho_init)
+        return InfluenceRule(self.beta, self.influence, self.rho_init, self.adopt_missing)
 
     @property
     def alphas(self) -> tuple[float, float, float]:
@@ -207,31 +177,44 @@ class PearRouter:
         perms = np.concatenate([np.arange(n)[None, :], shuffled])
         return Pool(n, perms[:, bsrc], perms[:, btgt])
 
-    def scores(self, state: DebateState, pool: Pool) -> np.ndarray:
-        """S for every candidate, on the latest round's answers, confidences and influence."""
-        rho = influence_history(state, self.rule)[-1]
+    def terms(self, state: DebateState, pool: Pool, rho: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+        """(T, I, L, S) for every candidate, on the latest round's answers, confidences and influence
+        `rho` (computed from the state when not given)."""
+        rho = influence_history(state, self.rule)[-1] if rho is None else rho
         t, i, low = score_terms(
             state.answers(), state.confidences(), rho, pool.src, pool.tgt,
             self.tau_src, self.tau_tgt, self.tau_low, self.normalize_terms,
         )  # fmt: skip
         a_t, a_i, a_l = self.alphas
-        return a_t * t - a_i * i - a_l * low
+        return t, i, low, a_t * t - a_i * i - a_l * low
 
-    def choose(self, state: DebateState, pool: Pool, rng: np.random.Generator) -> int:
-        """The index of the selected candidate (one draw from `rng`)."""
+    def scores(self, state: DebateState, pool: Pool) -> np.ndarray:
+        """S for every candidate."""
+        return self.terms(state, pool)[3]
+
+    def choose(
+        self, state: DebateState, pool: Pool, rng: np.random.Generator, s: np.ndarray | None = None
+    ) -> int:
+        """The index of the selected candidate (one draw from `rng`); `s`: the scores, if known."""
         if not any(self.alphas):
             return int(rng.integers(len(pool)))
-        s = self.scores(state, pool)
-        if self.temperature == 0:
+        s = self.scores(state, pool) if s is None else s
+        if self.selection_temperature == 0:
             return int(rng.choice(np.flatnonzero(s >= s.max() - 1e-12)))
-        p = np.exp((s - s.max()) / self.temperature)
+        p = np.exp((s - s.max()) / self.selection_temperature)
         return int(rng.choice(len(pool), p=p / p.sum()))
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Graph:
+    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+        rule = asdict(self.rule)
         if state.n < 2:
-            return Graph(state.n)
+            return Decision(Graph(state.n), record={"influence": rule})
         pool = self.pool(state, rng)
-        return pool.graph(self.choose(state, pool, rng))
+        rho = influence_history(state, self.rule)[-1]
+        t, i, low, s = self.terms(state, pool, rho)
+        j = self.choose(state, pool, rng, s)
+        record = {
+            "influence": rule, "rho": rho.round(6).tolist(),
+            "candidate": j, "T": float(t[j]), "I": float(i[j]), "L": float(low[j]), "S": float(s[j]),
+        }  # fmt: skip
+        return Decision(pool.graph(j), record=record)
 
-
-ROUTERS.register("pear")(PearRouter)

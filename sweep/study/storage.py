@@ -19,7 +19,7 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, TrialState
 
 from sweep.config import ConfigError
-from sweep.study_config import PRUNERS, SAMPLERS, StudySetup
+from sweep.study.config import PRUNERS, SAMPLERS, StudySetup
 
 
 def _start_ticks(pid: int) -> int | None:

@@ -12,10 +12,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from debate.spec import Registry, closest, stable_hash
-from search_spaces import SearchSpace, SpaceError, check_method, load_space, parse_space
+from search_spaces import SearchSpace, SpaceError, load_space, parse_space
 from sweep.config import ConfigError, SweepConfig, Tracking, apply_override, one_line, read_yaml, validate
+from sweep.study.spaces import check_method
 
-# objective name -> (direction, the key of `sweep.tracking.group_metrics` it reads)
+# objective name -> (direction, the key of `sweep.metrics.group_metrics` it reads)
 Direction = Literal["maximize", "minimize"]
 OBJECTIVES: dict[str, tuple[Direction, str]] = {
     "accuracy": ("maximize", "accuracy"),

@@ -16,8 +16,8 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from sweep.config import ConfigError, SweepConfig, validate
-from sweep.study_config import StudySetup, is_test_split, load_study
+from sweep.config import ConfigError, validate
+from sweep.study.config import StudySetup, is_test_split, load_study
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -84,8 +84,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(setup: StudySetup, args: argparse.Namespace) -> int:
+    from sweep.pool import EnginePool
     from sweep.runner import write_resolved_config
-    from sweep.study import StudyRunner
+    from sweep.study.runner import StudyRunner
 
     err = Console(stderr=True, soft_wrap=True)
     try:
@@ -99,8 +100,8 @@ def _run(setup: StudySetup, args: argparse.Namespace) -> int:
     runner.tracker = _tracker(setup, args, runner)
     status, code = "FINISHED", 0
     try:
-        with EnginePool(setup.base, args.address, err) as (agents, simulated):
-            outcome = runner.run(agents, simulated)
+        with EnginePool(setup.base, setup.base.team(), args.address, err) as pool:
+            outcome = runner.run(pool.agents, pool.simulated)
         err.print(f"episodes: {outcome.episodes_run} run now; trials finished here: {len(outcome.ran)}")
     except KeyboardInterrupt:
         err.print("interrupted: finished trials and episodes are stored; rerun the same command to continue")
@@ -113,28 +114,28 @@ def _run(setup: StudySetup, args: argparse.Namespace) -> int:
 
 
 def _tracker(setup: StudySetup, args: argparse.Namespace, runner: Any) -> Any:
-    """The study's MLflow logger, or None with tracking off."""
-    from sweep.study_tracking import StudyTracker
+    """The study's MLflow logger, or a null one with tracking off."""
+    from sweep.study.tracking import NullStudyTracker, StudyTracker
     from sweep.tracking import default_tracking_uri
 
     if not setup.cfg.tracking.enabled or args.no_tracking:
-        return None
+        return NullStudyTracker()
     uri = args.tracking_uri or setup.cfg.tracking.uri or default_tracking_uri(setup.out)
     return StudyTracker(uri, setup, runner.study, runner.lock)
 
 
 def _report(setup: StudySetup, runner: Any, status: str, err: Console) -> None:
     """Plots, the MLflow parent's summary, and the best trial (or Pareto set) on stdout."""
-    from sweep.study_tracking import write_plots
+    from sweep.study.tracking import write_plots
 
     out = Console(soft_wrap=True) if sys.stdout.isatty() else Console(width=160, soft_wrap=True)
     plots, skipped = write_plots(runner.study, setup.cfg.objectives, setup.out / "plots")
     for note in skipped:
         err.print(f"plot skipped: {note}", highlight=False)
     tracker = runner.tracker
-    if tracker is not None:
-        tracker.sync(runner.study, set(runner.outcome.ran))
-        tracker.finish(runner.study, plots, status)
+    tracker.sync(runner.study, set(runner.outcome.ran))
+    tracker.finish(runner.study, plots, status)
+    if tracker.uri is not None:
         out.print(
             f"mlflow: {tracker.uri} (parent run {tracker.parent_id}); "
             f"view with: mlflow ui --backend-store-uri {tracker.uri} --host 127.0.0.1"
@@ -143,37 +144,8 @@ def _report(setup: StudySetup, runner: Any, status: str, err: Console) -> None:
     out.print(f"study: {setup.cfg.name} in {setup.storage_url()}; plots in {setup.out / 'plots'}")
 
 
-class EnginePool:
-    """Ray, the engine actors of the base sweep's team and their agents, for the `with` body."""
-
-    def __init__(self, base: SweepConfig, address: str | None, console: Console) -> None:
-        self.base, self.address, self.console = base, address, console
-
-    def __enter__(self) -> tuple[dict[str, Any], set[str]]:
-        from sweep.cache import CallCache
-        from sweep.engines import start_engines
-        from sweep.ray_runtime import init_ray
-        from sweep.runner import build_agents
-
-        info = init_ray(self.address or self.base.ray.address, self.base.ray.num_cpus)
-        used = sorted(set(self.base.team()))
-        self.backends = start_engines({m: self.base.models[m] for m in used})
-        self.console.print(f"ray: {info['mode']}; engines ready for {', '.join(used)}")
-        out = Path(self.base.output_dir).resolve()
-        self.cache = CallCache(out / "llm_cache.sqlite") if self.base.cache else None
-        agents = build_agents({m: self.base.models[m] for m in used}, self.backends, self.cache)
-        return agents, {m for m in used if self.base.models[m].engine == "simulated"}
-
-    def __exit__(self, *exc: object) -> None:
-        from sweep.engines import stop_engines
-
-        stop_engines(self.backends)
-        if self.cache is not None:
-            self.cache.close()
-
-
 def _best_table(study: Any, setup: StudySetup) -> Table:
-    from sweep.study_tracking import study_summary
+    from sweep.study.tracking import study_summary
 
     summary = study_summary(study, setup.cfg.objectives)
     rows = summary.get("pareto", summary.get("best", []))
@@ -206,7 +178,7 @@ def _finished_study(setup: StudySetup) -> Any:
     """The study as stored; ConfigError when there is none yet."""
     import optuna
 
-    from sweep.study_storage import open_storage
+    from sweep.study.storage import open_storage
 
     url = setup.storage_url()
     if url.startswith("journal:") and not Path(url.removeprefix("journal:")).is_file():
@@ -241,7 +213,7 @@ def best_sweep(setup: StudySetup, trials: list[Any]) -> dict[str, Any]:
 
 def _write_best(setup: StudySetup, dest: str) -> int:
     """Write the best params (every Pareto trial) as a sweep config on the test split."""
-    from sweep.study_storage import best_trials
+    from sweep.study.storage import best_trials
 
     trials = best_trials(_finished_study(setup))
     if not trials:
@@ -260,7 +232,7 @@ def _write_best(setup: StudySetup, dest: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m sweep.study_cli study CONFIG ...`, until `sweep` itself has the subcommand."""
+    """`python -m sweep.study.cli study CONFIG ...`, until `sweep` itself has the subcommand."""
     parser = argparse.ArgumentParser(prog="sweep")
     add_parser(parser.add_subparsers(dest="command", required=True))
     return run(parser.parse_args(argv))

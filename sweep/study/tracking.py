@@ -16,9 +16,9 @@ from mlflow.exceptions import MlflowException
 from optuna.trial import FrozenTrial, TrialState
 
 from debate.spec import stable_hash
-from sweep.study_config import StudySetup
-from sweep.study_storage import StudyLock, best_trials, driver_alive
-from sweep.tracking import TAG_PARENT, TAG_ROLE, Tracker, flatten_params
+from sweep.study.config import StudySetup
+from sweep.study.storage import StudyLock, best_trials, driver_alive
+from sweep.tracking import TAG_PARENT, TAG_ROLE, Tracker, flatten_params, log_batch
 
 TAG_STUDY = "debate_sweep.study"
 TAG_TRIAL = "debate_sweep.trial"
@@ -161,13 +161,7 @@ class StudyTracker:
         return str(run.info.run_id)
 
     def _batch(self, run_id: str, metrics: list[Metric], params: list[Param], tags: list[RunTag]) -> None:
-        for start in range(0, max(len(params), len(metrics), 1), 100):  # MLflow's per-batch limit on params
-            self.client.log_batch(
-                run_id,
-                metrics=metrics[start : start + 100],
-                params=params[start : start + 100],
-                tags=tags if start == 0 else [],
-            )
+        log_batch(self.client, run_id, metrics, params, tags)
 
     def log_trial(self, t: FrozenTrial) -> None:
         """A child run for a finished trial (once per trial)."""
@@ -235,3 +229,19 @@ class StudyTracker:
             self.client.log_artifact(self.parent_id, str(path), "plots")
         self.client.set_terminated(self.parent_id, status)
         return summary
+
+
+class NullStudyTracker:
+    """Tracking off: the calls of `StudyTracker`, logging nothing."""
+
+    uri: str | None = None
+    parent_id: str | None = None
+
+    def log_trial(self, t: FrozenTrial) -> None:
+        return None
+
+    def sync(self, study: optuna.Study, mine: set[int]) -> int:
+        return 0
+
+    def finish(self, study: optuna.Study, plots: list[Path], status: str = "FINISHED") -> dict[str, Any]:
+        return {}

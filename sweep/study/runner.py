@@ -10,7 +10,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import optuna
 import polars as pl
@@ -20,12 +20,14 @@ from rich.console import Console
 from debate.episode import Agent
 from search_spaces import sample
 from sweep.config import ConfigError, SweepConfig
+from sweep.metrics import diagnostic_metrics, group_metrics
 from sweep.plan import EpisodeTask, Plan, build_plan
+from sweep.records import Recorder
 from sweep.results import BufferedWriter, ResultStore
 from sweep.scheduler import run_tasks
-from sweep.study_config import OBJECTIVES, StudySetup
-from sweep.study_storage import DRIVER, StudyLock, open_study, recover_stale
-from sweep.tracking import diagnostic_metrics, group_metrics
+from sweep.study.config import OBJECTIVES, StudySetup
+from sweep.study.storage import DRIVER, StudyLock, open_study, recover_stale
+from sweep.study.tracking import NullStudyTracker
 
 MAX_FAILED_IN_A_ROW = 5  # then the study stops: something is broken beyond one trial's params
 
@@ -37,21 +39,6 @@ class StudyOutcome:
     recovered: list[int] = field(default_factory=list)  # stale trials failed and re-enqueued
     episodes_run: int = 0
     parent_run_id: str | None = None
-
-
-class _Tap:
-    """Passed to `run_tasks` as its writer: records each finished row for the trials, forwards it to
-    the shared writer, and flushes only when due (the trial flushes at its end)."""
-
-    def __init__(self, writer: BufferedWriter, rows: dict[str, dict[str, Any]]) -> None:
-        self.writer, self.rows = writer, rows
-
-    def add(self, episode_row: dict[str, Any], turns: list[dict[str, Any]], rounds: Any = ()) -> None:
-        self.writer.add(episode_row, turns, rounds)
-        self.rows[episode_row["episode_id"]] = episode_row
-
-    def flush(self) -> None:
-        self.writer.flush_if_due()
 
 
 def trial_metrics(rows: list[dict[str, Any]]) -> tuple[dict[str, float], list[float]]:
@@ -66,7 +53,8 @@ class StudyRunner:
     """One study driver: engines, agents and the episode ledger shared by its trials in flight."""
 
     def __init__(self, setup: StudySetup, console: Console, tracker: Any = None) -> None:
-        self.setup, self.cfg, self.console, self.tracker = setup, setup.cfg, console, tracker
+        self.setup, self.cfg, self.console = setup, setup.cfg, console
+        self.tracker = tracker if tracker is not None else NullStudyTracker()
         self.agents: dict[str, Agent] = {}
         self.simulated: set[str] = set()
         self.store = ResultStore(setup.out)
@@ -203,14 +191,18 @@ class StudyRunner:
                 async with sem:
                     if stop():
                         return None
-                    tap = cast(BufferedWriter, _Tap(self.writer, self.rows))  # duck-typed: add + flush
-                    stats = await run_tasks([task], self.agents, tap, sweep.identity(), self.simulated, 1)
+                    record = Recorder(self.writer, sweep.identity(), self.simulated, self._keep)
+                    stats = await run_tasks([task], self.agents, record, 1)
+                self.writer.flush_if_due()
                 self.outcome.episodes_run += stats.done
                 if stats.failures:
                     return None
             finally:
                 self.running.pop(eid).set_result(None)
         return self.rows[eid]
+
+    def _keep(self, row: dict[str, Any]) -> None:
+        self.rows[row["episode_id"]] = row
 
     def _read_store(self) -> None:
         """Add the rows of committed parts not read yet (written by earlier runs or other drivers)."""
@@ -230,11 +222,10 @@ class StudyRunner:
         self.outcome.ran.append(trial.number)
         self.failed_in_a_row = self.failed_in_a_row + 1 if state == TrialState.FAIL else 0
         self.console.print(_trial_line(frozen, self.cfg.objectives), highlight=False)
-        if self.tracker is not None:
-            try:
-                self.tracker.log_trial(frozen)
-            except Exception as e:  # noqa: BLE001 - MLflow's errors vary; the study must go on
-                self.console.print(f"mlflow: trial {frozen.number} not logged ({e}); a later run logs it")
+        try:
+            self.tracker.log_trial(frozen)
+        except Exception as e:  # noqa: BLE001 - MLflow's errors vary; the study must go on
+            self.console.print(f"mlflow: trial {frozen.number} not logged ({e}); a later run logs it")
 
     def _release_inflight(self) -> None:
         """On interrupt: fail this driver's running trials and re-enqueue their params for a rerun."""

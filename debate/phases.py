@@ -1,0 +1,86 @@
+"""The calls of each protocol phase, built from the state and the round's decision. Only agents in the
+decision's active set make calls; an edge into an inactive agent delivers nothing.
+
+- `update`: every active agent sees its own previous view and its sources' views (with the edges'
+  weights, which the `rumad` prompt family shows as importance), and answers again.
+- `critique`: every active agent with active targets writes ONE call reviewing all of them (its
+  `sources` field records the targets it saw). Its reply changes no answer.
+- `revise`: every active agent sees the critiques it received (none: it re-checks its own answer) and
+  answers again, ACCEPTing or REJECTing each critique.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from actors.base import Message
+from data.types import Sample
+from debate import prompts
+from debate.decision import Decision
+from debate.state import DebateState, Turn, View
+
+
+@dataclass(frozen=True)
+class Call:
+    """One pending agent call of a round."""
+
+    agent: int
+    phase: str
+    messages: tuple[Message, ...]
+    sources: tuple[int, ...]  # whom the agent sees: its sources (a critique call: its targets)
+    own: View | None
+    peers: tuple[View, ...]
+
+
+def initial_calls(sample: Sample, n: int, style: str) -> list[Call]:
+    """Round 0: every agent answers on its own."""
+    return [Call(i, "initial", prompts.initial_messages(sample, i, style), (), None, ()) for i in range(n)]
+
+
+def update_calls(
+    sample: Sample, state: DebateState, decision: Decision, done: Sequence[Turn], style: str
+) -> list[Call]:
+    latest, graph = state.latest, decision.graph
+    calls = []
+    for t in decision.active_agents():
+        peers = [(s, latest[s]) for s in graph.sources(t)]
+        messages = prompts.update_messages(sample, latest[t], peers, t, style, decision.weights_for(t))
+        calls.append(Call(t, "update", messages, graph.sources(t), latest[t], tuple(v for _, v in peers)))
+    return calls
+
+
+def critique_calls(
+    sample: Sample, state: DebateState, decision: Decision, done: Sequence[Turn], style: str
+) -> list[Call]:
+    latest = state.latest
+    calls = []
+    for s in decision.active_agents():
+        targets = tuple(t for t in decision.graph.targets(s) if decision.speaks(t))
+        if targets:
+            shown = [(t, latest[t]) for t in targets]
+            messages = prompts.critique_messages(sample, s, latest[s], shown, style)
+            calls.append(Call(s, "critique", messages, targets, latest[s], tuple(v for _, v in shown)))
+    return calls
+
+
+def revise_calls(
+    sample: Sample, state: DebateState, decision: Decision, done: Sequence[Turn], style: str
+) -> list[Call]:
+    latest = state.latest
+    reviews = {c.agent: c.extra.get("reviews", {}) for c in done if c.phase == "critique"}
+    calls = []
+    for t in decision.active_agents():
+        sources = tuple(s for s in decision.graph.sources(t) if decision.speaks(s))
+        received = [(s, latest[s], reviews.get(s, {}).get(t, "")) for s in sources]
+        messages = prompts.revise_messages(sample, t, latest[t], received, style)
+        calls.append(Call(t, "revise", messages, sources, latest[t], tuple(latest[s] for s in sources)))
+    return calls
+
+
+PhaseCalls = Callable[[Sample, DebateState, Decision, Sequence[Turn], str], list[Call]]
+PHASE_CALLS: dict[str, PhaseCalls] = {
+    "update": update_calls,
+    "critique": critique_calls,
+    "revise": revise_calls,
+}

@@ -1,0 +1,140 @@
+"""The method registry. A method's arguments are declared once: they are the fields of its params
+dataclass — its router for methods that debate, a small dataclass for those that do not — with their
+defaults, types (checked here) and range checks (the dataclass's `__post_init__`). Methods that debate
+also take `protocol`; every method takes `prompt_style`.
+
+Registering a router is one decorator on its class:
+
+    @method("pear", protocol="critique_revise", check=needs_verdicts)
+    @dataclass(frozen=True)
+    class PearRouter: ...
+
+Episode ids hash a method's resolved arguments, so renaming an argument or adding one would orphan
+every stored episode of the method. A params class may declare `RENAMED = {new: old}` and
+`ADDED = {name: default}`: the id-facing arguments (`Spec.identity()`) use the old names and leave an
+added argument out while it holds its default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from debate.spec import Spec, closest
+
+SHARED_DEFAULTS = {"prompt_style": "pear"}
+
+
+@dataclass(frozen=True)
+class MethodDef:
+    """A registered method: its params class and, for methods that debate, the default protocol."""
+
+    name: str
+    params: type
+    protocol: str | None  # None: no debate rounds (the method takes no `protocol` argument)
+    check: Callable[[Mapping[str, Any]], None] | None = None  # cross-argument checks
+
+    @property
+    def routed(self) -> bool:
+        return self.protocol is not None
+
+    def own_defaults(self) -> dict[str, Any]:
+        """The params class's fields and their defaults (every field must have one)."""
+        return {f.name: _default(f) for f in dataclasses.fields(self.params)}
+
+    def defaults(self) -> dict[str, Any]:
+        """Every argument the method takes, with its default."""
+        shared = {"protocol": self.protocol} if self.routed else {}
+        return {**self.own_defaults(), **shared, **SHARED_DEFAULTS}
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    raise TypeError(f"method argument '{f.name}' needs a default")
+
+
+METHODS: dict[str, MethodDef] = {}
+
+
+def method(
+    name: str, protocol: str | None = "update", check: Callable[[Mapping[str, Any]], None] | None = None
+) -> Callable[[type], type]:
+    """Register the decorated params dataclass as method `name`."""
+
+    def deco(cls: type) -> type:
+        if not dataclasses.is_dataclass(cls):
+            raise TypeError(f"method '{name}': {cls.__name__} must be a dataclass")
+        METHODS[name] = MethodDef(name, cls, protocol, check)
+        return cls
+
+    return deco
+
+
+def method_def(name: str) -> MethodDef:
+    if name not in METHODS:
+        known = sorted(METHODS)
+        raise ValueError(f"unknown method '{name}'{closest(name, known)}; known: {', '.join(known)}")
+    return METHODS[name]
+
+
+_TYPES: dict[Any, tuple[type, ...]] = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}
+
+
+def check_type(where: str, key: str, value: Any, annotation: Any) -> None:
+    """Refuse a value of the wrong type (`true` as a count, "0.5" as a weight); bools are not ints."""
+    allowed = _TYPES.get(annotation)
+    if allowed is None:
+        return  # a composite type: the params class checks it itself
+    ok = isinstance(value, allowed) and (annotation is bool or not isinstance(value, bool))
+    if not ok:
+        raise ValueError(f"{where}: argument '{key}' must be {annotation.__name__}, got {value!r}")
+
+
+def resolve(name: str, args: Mapping[str, Any] | None = None) -> Spec:
+    """The method's spec with every default filled in. Raises ValueError naming a bad name, argument
+    (did-you-mean; a renamed one gets its new name) or type."""
+    d = method_def(name)
+    defaults = d.defaults()
+    renamed = {old: new for new, old in getattr(d.params, "RENAMED", {}).items()}
+    given = dict(args or {})
+    for key in given:
+        if key in renamed and renamed[key] not in given:
+            raise ValueError(f"method '{name}': argument '{key}' is now called '{renamed[key]}'")
+        if key not in defaults:
+            raise ValueError(
+                f"method '{name}' has no argument '{key}'{closest(key, list(defaults))}; "
+                f"it takes: {', '.join(defaults)}"
+            )
+    hints = typing.get_type_hints(d.params)
+    hints.update({k: str for k in ("protocol", "prompt_style")})
+    resolved = {k: given.get(k, v) for k, v in defaults.items()}
+    for key, value in resolved.items():
+        check_type(f"method '{name}'", key, value, hints.get(key))
+    identity = _identity(d.params, resolved)
+    return Spec(name, tuple(sorted(resolved.items())), tuple(sorted(identity.items())))
+
+
+def _identity(params: type, resolved: Mapping[str, Any]) -> dict[str, Any]:
+    """The id-facing arguments: former names, later arguments left out while at their default."""
+    renamed: dict[str, str] = getattr(params, "RENAMED", {})
+    added: dict[str, Any] = getattr(params, "ADDED", {})
+    return {
+        renamed.get(k, k): v for k, v in resolved.items() if not (k in added and added[k] == v)
+    }
+
+
+def label(name: str, args: Mapping[str, Any]) -> str:
+    """A readable method label: the name and the arguments that differ from their defaults, plus
+    those the params class always shows (`LABEL`), e.g. `fixed(topology=ring)`, `pear(use_t=False)`."""
+    d = METHODS.get(name)
+    if d is None:
+        return name
+    defaults, shown = d.defaults(), getattr(d.params, "LABEL", ())
+    keep = [(k, v) for k, v in sorted(args.items()) if k in shown or defaults.get(k, v) != v]
+    return f"{name}({', '.join(f'{k}={v}' for k, v in keep)})" if keep else name

@@ -1,0 +1,72 @@
+"""Metrics of a group of episode rows: the scalars MLflow and studies log, accuracy after each round,
+and the debate diagnostics averaged over episodes and per round."""
+
+from __future__ import annotations
+
+import polars as pl
+
+
+def group_metrics(episodes: pl.DataFrame) -> tuple[dict[str, float], list[float]]:
+    """Scalar metrics of a group's episode rows, and the accuracy after each round (index = round)."""
+    n = episodes.height
+    calls = int(episodes["calls"].sum())
+    prompt = int(episodes["prompt_tokens"].sum())
+    completion = int(episodes["completion_tokens"].sum())
+    failures = int(episodes["parse_failures"].sum())
+    scalars = {
+        "accuracy": int(episodes["correct"].sum()) / n,
+        "n_episodes": float(n),
+        "calls_per_task": calls / n,
+        "prompt_tokens_per_task": prompt / n,
+        "completion_tokens_per_task": completion / n,
+        "tokens_per_task": (prompt + completion) / n,
+        "cached_tokens_per_task": float(episodes["cached_tokens"].sum()) / n,
+        "cost_per_task": float(episodes["cost"].sum()) / n,
+        "latency_s_per_task": float(episodes["latency_s"].sum()) / n,
+        "parse_failures_per_task": failures / n,
+        "parse_failure_rate": failures / calls if calls else 0.0,
+        "cache_hits": float(episodes["cache_hits"].sum()),
+        "cache_hit_rate": float(episodes["cache_hits"].sum()) / calls if calls else 0.0,
+    }
+    # Episodes may stop after different numbers of rounds: each round's accuracy is over the
+    # episodes that reached it.
+    hits: list[int] = []
+    seen: list[int] = []
+    for flags in episodes["round_correct"].to_list():
+        for r, ok in enumerate(flags or []):
+            if r == len(hits):
+                hits.append(0)
+                seen.append(0)
+            hits[r] += bool(ok)
+            seen[r] += 1
+    return scalars, [h / s for h, s in zip(hits, seen, strict=True)]
+
+
+# Diagnostics logged per group (means over episodes, nulls skipped) and per round (as steps).
+DIAGNOSTIC_SCALARS = (
+    "w2r", "r2w", "net", "cross_ans", "src_conf", "acceptance", "influence_entropy", "answer_entropy",
+    "agreement",
+)  # fmt: skip
+DIAGNOSTIC_COUNTS = ("w2r_count", "r2w_count", "changed", "critiques", "verdicts", "accepted")
+ROUND_SERIES = (*DIAGNOSTIC_SCALARS, "correct", "changed", "calls", "tokens")
+
+
+def _mean(frame: pl.DataFrame, col: str) -> float | None:
+    if col not in frame.columns or frame[col].null_count() == frame.height:
+        return None
+    value = frame[col].drop_nans().mean() if frame[col].dtype.is_float() else frame[col].mean()
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+def diagnostic_metrics(episodes: pl.DataFrame, rounds: pl.DataFrame | None) -> list[tuple[str, float, int]]:
+    """(name, value, step) of a group's diagnostics: the episodes' summary columns averaged over
+    episodes (`<count>_per_task` for counts), and each round's mean as `<name>_round` at step = round.
+    A quantity no episode defines is not logged."""
+    out = [(c, v, 0) for c in DIAGNOSTIC_SCALARS if (v := _mean(episodes, c)) is not None]
+    out += [(f"{c}_per_task", v, 0) for c in DIAGNOSTIC_COUNTS if (v := _mean(episodes, c)) is not None]
+    if rounds is None or rounds.height == 0:
+        return out
+    for r, frame in sorted(rounds.partition_by("round", as_dict=True).items()):
+        step = int(r[0])
+        out += [(f"{c}_round", v, step) for c in ROUND_SERIES if (v := _mean(frame, c)) is not None]
+    return out

@@ -1,0 +1,114 @@
+"""Finished episodes as rows of the results contract (`sweep.schema`), and the recorder that the
+scheduler hands each finished episode to: it builds the rows and buffers them for Parquet."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from debate.diagnostics import Diagnostics
+from debate.state import Turn
+from debate.trajectory import EpisodeResult
+from sweep.plan import EpisodeTask, method_spec_json
+from sweep.results import BufferedWriter
+from sweep.schema import TURN_SCHEMA
+
+
+def episode_row(
+    task: EpisodeTask, result: EpisodeResult, sweep_id: str, simulated: bool, diagnostics: Diagnostics
+) -> dict[str, Any]:
+    """One row of the `episodes/` table (the README's results contract), with the diagnostics summary."""
+    g = task.group
+    return {
+        "episode_id": task.episode_id,
+        "sweep_id": sweep_id,
+        "method": g.method.spec.name,
+        "method_spec": method_spec_json(g),
+        "method_label": g.method.label,
+        "dataset": g.dataset.name,
+        "split": g.dataset.split,
+        "item_id": task.sample.id,
+        "seed": g.seed,
+        "n_agents": len(g.seats),
+        "rounds": g.rounds,
+        "models": list(g.seats),
+        "final_answer": result.final_answer,
+        "gold": task.sample.gold,
+        "correct": result.correct,
+        "round_correct": result.round_correct,
+        "round_answers": result.round_answers,
+        "calls": result.calls,
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+        "cached_tokens": result.cached_tokens,
+        "cache_hits": result.cache_hits,
+        "cost": result.cost,
+        "parse_failures": result.parse_failures,
+        "simulated": simulated,
+        "latency_s": result.latency_s,
+        "finished_at": datetime.now(UTC),
+        **diagnostics.summary,
+    }
+
+
+def _verdicts(turn: Turn) -> list[str | None]:
+    if turn.phase != "revise":
+        return []
+    given = turn.extra.get("verdicts", {})
+    return [given.get(s) for s in turn.sources]
+
+
+# Every other TURN_SCHEMA column is a Turn attribute of the same name.
+_TURN_FIELDS = [n for n in TURN_SCHEMA.names if n not in ("episode_id", "sources", "verdicts")]
+
+
+def turn_rows(episode_id: str, turns: Iterable[Turn]) -> list[dict[str, Any]]:
+    """`Turn`s as rows of TURN_SCHEMA (of `extra`, only the verdicts are stored)."""
+    return [
+        {
+            "episode_id": episode_id,
+            **{n: getattr(t, n) for n in _TURN_FIELDS},
+            "sources": list(t.sources),
+            "verdicts": _verdicts(t),
+        }
+        for t in turns
+    ]
+
+
+_NO_DECISION = {"edge_src": None, "edge_tgt": None, "edge_weight": None, "max_tokens": None, "decision": None}
+
+
+def round_rows(episode_id: str, diagnostics: Diagnostics, result: EpisodeResult | None = None) -> list[dict[str, Any]]:
+    """The per-round diagnostics as rows of ROUND_SCHEMA, with each round's decision and cost when
+    the episode's trajectory is given."""
+    rows = [{"episode_id": episode_id, **row} for row in diagnostics.round_rows()]
+    if result is None:
+        return rows
+    for row, rec in zip(rows, result.trajectory, strict=True):
+        decided = _NO_DECISION if rec.decision is None else rec.decision.row()
+        row.update(decided, active=list(rec.active), cost=rec.cost)
+    return rows
+
+
+class Recorder:
+    """The scheduler's episode callback: rows of each finished episode into `writer`; `on_row` sees
+    each episode row too (a study keeps them to score its trials)."""
+
+    def __init__(
+        self,
+        writer: BufferedWriter,
+        sweep_id: str,
+        simulated_models: set[str],
+        on_row: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.writer, self.sweep_id, self.simulated, self.on_row = writer, sweep_id, simulated_models, on_row
+
+    def __call__(self, task: EpisodeTask, result: EpisodeResult, diagnostics: Diagnostics) -> None:
+        simulated = all(m in self.simulated for m in task.group.seats)
+        row = episode_row(task, result, self.sweep_id, simulated, diagnostics)
+        self.writer.add(
+            row, turn_rows(task.episode_id, result.turns), round_rows(task.episode_id, diagnostics, result)
+        )
+        if self.on_row is not None:
+            self.on_row(row)
