@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from debate.graph import Graph
+from debate.influence import InfluenceRule, influence_history
 from debate.methods import build_method
-from debate.routers.pear import InfluenceRule, PearRouter, Pool, influence_history, score_terms
+from debate.routers.pear import PearRouter, Pool, score_terms
 from debate.state import DebateState, Turn, View
 
 # Appendix F, round-1 state (methods.md item 10); agents are 1-based in the paper, 0-based here.
@@ -205,3 +206,23 @@ def test_method_args_and_validation() -> None:
         build_method("pear", {"influence": "accept", "protocol": "update"})
     with pytest.raises(ValueError, match="did you mean"):
         build_method("pear", {"alpha_T": 0.1})
+
+
+def test_adopt_missing_counts_a_missing_answer_kept_as_adoption_only_when_asked() -> None:
+    # round 0: agent 0 has no answer, agent 1 says "7"; round 1 (0 -> 1): agent 1 loses its answer too
+    state = state_of(((None, "7"), (1, 3)), ((None, None), (1, 1)), graphs=[Graph(2, [(0, 1)])])
+    ours = influence_history(state, InfluenceRule(beta=0.5))[-1]
+    code = influence_history(state, InfluenceRule(beta=0.5, adopt_missing=True))[-1]
+    assert ours.tolist() == [0.25, 0.25]  # beta * 1/2: no adoption
+    assert code.tolist() == [0.75, 0.25]  # beta * 1/2 + (1 - beta) * 1: "None adopted None"
+
+
+def test_pear_decisions_record_the_choice_and_the_rule() -> None:
+    router = PearRouter(mc_permutations=6, beta=0.4, adopt_missing=True)
+    state = state_of((CASE_ANSWERS, CASE_CONF), seed=3)
+    decision = router.route(state, np.random.default_rng(1))
+    rec = decision.record
+    assert rec["influence"] == {"beta": 0.4, "mode": "adoption", "rho_init": "uniform", "adopt_missing": True}
+    pool = router.pool(state, np.random.default_rng(1))
+    assert pool.graph(rec["candidate"]) == decision.graph and decision.active is None
+    assert rec["S"] == pytest.approx(0.2 * rec["T"] - 0.7 * rec["I"] - 0.7 * rec["L"])

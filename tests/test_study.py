@@ -128,7 +128,7 @@ def test_twenty_trials_log_mlflow_parent_children_plots_and_resume_as_done(
 def test_wilcoxon_prunes_a_clearly_worse_trial_before_its_episodes_run(
     tmp_path: Path, ray_driver: RayHead
 ) -> None:
-    from sweep.study.cli import EnginePool
+    from sweep.pool import EnginePool
     from sweep.study.runner import StudyRunner
 
     base = {
@@ -155,8 +155,8 @@ def test_wilcoxon_prunes_a_clearly_worse_trial_before_its_episodes_run(
     runner = StudyRunner(setup, Console(stderr=True))
     runner.study.enqueue_trial({"topology": "clique"})
     runner.study.enqueue_trial({"topology": "zero"})  # no debate: the weak majority outvotes the strong agent
-    with EnginePool(setup.base, None, Console(stderr=True)) as (agents, simulated):
-        runner.run(agents, simulated)
+    with EnginePool(setup.base, setup.base.team(), None, Console(stderr=True)) as pool:
+        runner.run(pool.agents, pool.simulated)
     clique, zero = load(tmp_path / "out").trials
     assert clique.state == TrialState.COMPLETE and sorted(clique.intermediate_values) == list(range(12))
     stored = ResultStore(tmp_path / "out").episodes().to_dicts()
