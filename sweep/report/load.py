@@ -4,7 +4,7 @@ the model team of each episode's sweep.
 
 Columns added to the episode rows: `method_key` (the method as it ran, minus its team: what rows of a
 table are), `method_label` (the stored column where present, else derived from `method_spec`), `team`
-(the sorted models of the episode's sweep), `tokens` (prompt + completion), `answered` (the final vote
+(the models used together with the episode's models, see `_teams`), `tokens` (prompt + completion), `answered` (the final vote
 has an answer; an unparsable episode counts as wrong), `_dir` (index of the output dir) and `_part`
 (the part file's name: its `turns/` and `rounds/` rows are in the part of the same name)."""
 
@@ -170,13 +170,31 @@ class Results:
 
 
 def _teams(episodes: pl.DataFrame) -> pl.DataFrame:
-    """sweep_id -> the sorted distinct models of that sweep, joined by '+'."""
-    return (
-        episodes.select("sweep_id", "models")
-        .explode("models")
-        .group_by("sweep_id")
-        .agg(pl.col("models").drop_nulls().unique().sort().str.join("+").alias("team"))
-    )
+    """sweep_id -> its model team: the models of all sweeps connected by a shared model, sorted and
+    joined by '+'. So a CoT baseline run alone on the team's first model, or a one-model consistency
+    baseline, lands in the column of the team it belongs to; disjoint model families stay apart."""
+    sets = {
+        sid: set(models)
+        for sid, models in episodes.select("sweep_id", "models").explode("models").drop_nulls()
+        .group_by("sweep_id").agg(pl.col("models").unique()).iter_rows()
+    }  # fmt: skip
+    parent = {m: m for ms in sets.values() for m in ms}
+
+    def root(m: str) -> str:
+        while parent[m] != m:
+            parent[m] = parent[parent[m]]
+            m = parent[m]
+        return m
+
+    for ms in sets.values():
+        first, *rest = sorted(ms) or [""]
+        for m in rest:
+            parent[root(m)] = root(first)
+    members: dict[str, set[str]] = {}
+    for m in parent:
+        members.setdefault(root(m), set()).add(m)
+    team = {sid: "+".join(sorted(members[root(min(ms))])) if ms else "" for sid, ms in sets.items()}
+    return pl.DataFrame({"sweep_id": list(team), "team": list(team.values())}, schema={"sweep_id": pl.String, "team": pl.String})
 
 
 def with_methods(episodes: pl.DataFrame) -> pl.DataFrame:
@@ -197,7 +215,8 @@ def with_methods(episodes: pl.DataFrame) -> pl.DataFrame:
 
 
 def config_order(dirs: list[Path], keys: list[str]) -> list[str]:
-    """`keys` ordered as the `methods:` lists of the dirs' config.resolved.yaml name them."""
+    """`keys` ordered as the `methods:` lists of the dirs' config.resolved.yaml name them; the others
+    after them, in their given order."""
     import yaml
 
     from debate.methods import METHODS
@@ -217,7 +236,7 @@ def config_order(dirs: list[Path], keys: list[str]) -> list[str]:
             except Exception:  # a method this checkout does not know: ordered by label below
                 continue
             ordered += [k for k, i in idents.items() if i.get("name") == name and i.get("args") == args]
-    return list(dict.fromkeys(ordered + sorted(keys)))
+    return list(dict.fromkeys(ordered + keys))
 
 
 def load_results(dirs: list[Path]) -> Results:
