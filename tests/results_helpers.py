@@ -54,3 +54,17 @@ def add_columns(path: Path, columns: dict[str, tuple[pa.DataType, Any]]) -> None
         values = [value(r) if callable(value) else value for r in rows]
         table = table.append_column(pa.field(name, type_, nullable=True), pa.array(values, type_))
     pq.write_table(table, path)
+
+
+HOSTILE = '</script><script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+
+
+def plant_hostile_text(out: Path) -> str:
+    """Put hostile, over-long model text into one stored turn; returns its episode id."""
+    path = sorted((out / "turns").glob("part-*.parquet"))[0]
+    table = pq.read_table(path)
+    texts = table.column("text").to_pylist()
+    texts[0] = HOSTILE + "x" * 30_000
+    table = table.set_column(table.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))
+    pq.write_table(table, path)
+    return str(table.column("episode_id")[0])

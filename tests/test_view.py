@@ -23,23 +23,7 @@ from sweep.view import episode as episode_mod
 from sweep.view.data import Query, ViewData
 from sweep.view.export import export_html
 from sweep.view.server import serve_in_thread
-from tests.results_helpers import run_in_process, sweep_config
-
-HOSTILE = '</script><script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
-
-
-def plant_hostile_text(out: Path) -> str:
-    """Put hostile, over-long model text into one stored turn; returns its episode id."""
-    path = sorted((out / "turns").glob("part-*.parquet"))[0]
-    table = pq.read_table(path)
-    texts = table.column("text").to_pylist()
-    texts[0] = HOSTILE + "x" * 30_000
-    import pyarrow as pa
-
-    table = table.set_column(table.schema.get_field_index("text"), "text", pa.array(texts, pa.string()))
-    pq.write_table(table, path)
-    return str(table.column("episode_id")[0])
-
+from tests.results_helpers import HOSTILE, plant_hostile_text, run_in_process, sweep_config
 
 @pytest.fixture(scope="module")
 def sim_out(tmp_path_factory: pytest.TempPathFactory) -> Path:

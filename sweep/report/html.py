@@ -19,7 +19,7 @@ body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1400p
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: 12.5px; }
 th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: right; white-space: nowrap; }
-th { background: #f3f3f3; } td:first-child, td:nth-child(2), th:first-child { text-align: left; }
+th { background: #f3f3f3; } td.t, th:first-child { text-align: left; }
 caption { text-align: left; font-weight: 600; padding: 4px 0; }
 figure { display: inline-block; margin: 0 1em 1em 0; vertical-align: top; }
 figure img { max-width: 100%; border: 1px solid #eee; } figcaption { font-size: 12px; color: #555; }
@@ -27,15 +27,23 @@ figure img { max-width: 100%; border: 1px solid #eee; } figcaption { font-size: 
 """
 
 
+NUMERIC = re.compile(r"^(\*\*)?[-–\d.\[]")
+
+
 def _cell(text: str) -> str:
-    escaped = html.escape(text)
-    return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", escaped)
+    """A cell: numbers right-aligned, words left; markdown **bold** as <b>."""
+    escaped = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(text))
+    return f"<td>{escaped}</td>" if NUMERIC.match(text) or not text else f'<td class="t">{escaped}</td>'
+
+
+def _rows(rows: list[list[str]]) -> str:
+    return "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in rows)
 
 
 def table_html(table: TextTable, table_id: str) -> str:
     caption = f"<caption>{html.escape(table.title)}</caption>" if table.title else ""
     head = "".join(f"<th>{html.escape(c)}</th>" for c in table.columns)
-    body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in row) + "</tr>" for row in table.rows)
+    body = _rows(table.rows)
     return (
         f'<div class="scroll"><table id="{table_id}">{caption}<thead><tr>{head}</tr></thead>'
         f"<tbody>{body}</tbody></table></div>"

@@ -33,6 +33,12 @@ def _pyplot() -> Any:
     return plt
 
 
+def _integer_ticks() -> Any:
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(integer=True)
+
+
 def slug(*parts: object) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", "__".join(map(str, parts))).strip("_")[:120]
 
@@ -52,7 +58,7 @@ def pareto_plot(rows: list[dict[str, Any]], title: str, path: Path) -> None:
                     color="C3" if r["pareto"] else "C0", capsize=3)  # fmt: skip
         ax.annotate(r["method_label"], (r[axis], r["accuracy_mean"]), fontsize=7, xytext=(4, 4), textcoords="offset points")
     front = sorted((r[axis], r["accuracy_mean"]) for r in rows if r["pareto"])
-    ax.step([x for x, _ in front], [y for _, y in front], where="post", color="C3", alpha=0.5, label="Pareto front")
+    ax.plot([x for x, _ in front], [y for _, y in front], color="C3", alpha=0.5, label="Pareto front")
     ax.set_xlabel("cost per task (price-weighted)" if axis == "cost_per_task" else "tokens per task")
     ax.set_ylabel("accuracy (mean ± std over seeds)")
     ax.set_title(title, fontsize=9)
@@ -75,6 +81,7 @@ def rounds_plot(frame: pl.DataFrame, order: list[str], title: str, path: Path) -
     for label, xs, ys in _series(frame, order, "vote_accuracy"):
         ax.plot(xs, ys, marker="o", label=label)
     ax.set_xlabel("round")
+    ax.xaxis.set_major_locator(_integer_ticks())
     ax.set_ylabel("accuracy of the vote")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
@@ -82,8 +89,9 @@ def rounds_plot(frame: pl.DataFrame, order: list[str], title: str, path: Path) -
 
 
 def diagnostics_plot(frame: pl.DataFrame, order: list[str], title: str, path: Path) -> bool:
-    """Small multiples of every per-round diagnostic that some method defines; False if none does."""
-    panels = [c for c in DIAGNOSTIC_PANELS if c in frame.columns and frame[c].drop_nulls().len()]
+    """Small multiples of every per-round diagnostic that some method defines and that is not zero
+    throughout (critiques under the update protocol); False if none is left."""
+    panels = [c for c in DIAGNOSTIC_PANELS if c in frame.columns and (frame[c].drop_nulls() != 0).any()]
     if not panels:
         return False
     plt = _pyplot()
@@ -94,6 +102,7 @@ def diagnostics_plot(frame: pl.DataFrame, order: list[str], title: str, path: Pa
         for label, xs, ys in _series(frame, order, column):
             ax.plot(xs, ys, marker=".", label=label)
         ax.set_title(column, fontsize=8)
+        ax.xaxis.set_major_locator(_integer_ticks())
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")

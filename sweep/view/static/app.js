@@ -207,7 +207,7 @@
   function graph(r, n, last) {
     const size = 170, c = size / 2, R = n > 1 ? 58 : 0, node = 13;
     const pos = Array.from({ length: n }, (_, i) => [c + R * Math.sin((2 * Math.PI * i) / n), c - R * Math.cos((2 * Math.PI * i) / n)]);
-    const root = svg("svg", { width: size, height: size, viewBox: `0 0 ${size} ${size}`, class: "graph", "data-edges": r.edges.length });
+    const root = svg("svg", { width: size, height: size, viewBox: `0 0 ${size} ${size}`, class: "graph" });
     const id = "arrow-" + Math.random().toString(36).slice(2);
     const marker = svg("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" });
     marker.append(svg("path", { d: "M0,0 L10,5 L0,10 z", fill: "#555" }));
@@ -236,7 +236,7 @@
     const s = [a[0] + ux * node, a[1] + uy * node], t = [b[0] - ux * (node + 2), b[1] - uy * (node + 2)];
     const bend = [(s[0] + t[0]) / 2 - uy * 10, (s[1] + t[1]) / 2 + ux * 10];  // two-way edges do not overlap
     const width = edge.weight === null || edge.weight === undefined ? 1.2 : 0.6 + 3 * edge.weight;
-    const path = svg("path", { d: `M${s[0]},${s[1]} Q${bend[0]},${bend[1]} ${t[0]},${t[1]}`, fill: "none", stroke: "#555", "stroke-width": width, "marker-end": `url(#${markerId})` });
+    const path = svg("path", { class: "edge", d: `M${s[0]},${s[1]} Q${bend[0]},${bend[1]} ${t[0]},${t[1]}`, fill: "none", stroke: "#555", "stroke-width": width, "marker-end": `url(#${markerId})` });
     const title = svg("title", {});
     title.textContent = `${edge.source + 1} → ${edge.target + 1}` + (edge.weight === null || edge.weight === undefined ? "" : ` (weight ${fmt(edge.weight)})`);
     path.append(title);
@@ -260,9 +260,14 @@
     $("next").addEventListener("click", () => { state.offset += PAGE; loadList().catch(showError); });
     $("close").addEventListener("click", () => { $("detail").hidden = true; history.replaceState(null, "", "#"); });
     $("compare").addEventListener("change", (ev) => compareWith(ev.target.value).catch(showError));
+    window.addEventListener("hashchange", () => openFromHash().catch(showError));
     await loadList();
-    const hash = new URLSearchParams(window.location.hash.slice(1));
-    if (hash.get("ep")) await openEpisode(hash.get("ep"));
+    await openFromHash();
+  }
+
+  async function openFromHash() {
+    const id = new URLSearchParams(window.location.hash.slice(1)).get("ep");
+    if (id && (!state.detail || state.detail.episode.episode_id !== id)) await openEpisode(id);
   }
 
   start().catch(showError);
