@@ -13,9 +13,9 @@ from rich.console import Console
 from rich.table import Table
 
 from sweep import data_cli, study_cli
+from sweep.config import ConfigError, SweepConfig, load_config
 from sweep.report import cli as report_cli
 from sweep.view import cli as view_cli
-from sweep.config import ConfigError, SweepConfig, load_config
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -20,7 +20,9 @@ from sweep.scheduler import run_tasks
 from tests.conftest import ROOT
 
 
-def sweep_config(source: str | dict[str, Any], out: Path, *overrides: str, tmp: Path | None = None) -> SweepConfig:
+def sweep_config(
+    source: str | dict[str, Any], out: Path, *overrides: str, tmp: Path | None = None
+) -> SweepConfig:
     """A config from an example name (`examples/<name>.yaml`) or a dict, writing to `out`."""
     if isinstance(source, dict):
         path = (tmp or out.parent) / f"{out.name}.yaml"

@@ -59,7 +59,9 @@ def artifacts(tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Con
 def dirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("browser-data")
     sim = run_in_process(sweep_config("simulated", base / "sim", "datasets.0.limit=8", "seeds=[0,1]"))
-    pear = run_in_process(sweep_config("pear_simulated", base / "pear", "datasets.0.limit=3", "seeds=[0]", "rounds=2"))
+    pear = run_in_process(
+        sweep_config("pear_simulated", base / "pear", "datasets.0.limit=3", "seeds=[0]", "rounds=2")
+    )
     hostile = plant_hostile_text(sim)
     (base / "hostile.txt").write_text(hostile)
     return {"sim": sim, "pear": pear, "hostile": base / "hostile.txt"}
@@ -79,7 +81,9 @@ def _texts(element: Any, css: str) -> list[str]:
     return [e.get_attribute("textContent") for e in element.find_elements(By.CSS_SELECTOR, css)]
 
 
-def test_report_renders_and_shows_the_parquet_numbers(browser: Any, dirs: dict[str, Path], artifacts: Path) -> None:
+def test_report_renders_and_shows_the_parquet_numbers(
+    browser: Any, dirs: dict[str, Path], artifacts: Path
+) -> None:
     from selenium.webdriver.common.by import By
 
     out = dirs["sim"]
@@ -98,7 +102,9 @@ def test_report_renders_and_shows_the_parquet_numbers(browser: Any, dirs: dict[s
         assert cells[7] == f"{(mine['prompt_tokens'] + mine['completion_tokens']).mean():.0f}"
     for row in browser.find_elements(By.CSS_SELECTOR, "#paired-comparisons-mcnemar-0 tbody tr"):
         cells = _texts(row, "td")
-        both = ep.filter(LABELS[cells[1]]).join(ep.filter(LABELS[cells[2]]), on=["item_id", "seed"], suffix="_b")
+        both = ep.filter(LABELS[cells[1]]).join(
+            ep.filter(LABELS[cells[2]]), on=["item_id", "seed"], suffix="_b"
+        )
         b = int((both["correct"] & ~both["correct_b"]).sum())
         c = int((~both["correct"] & both["correct_b"]).sum())
         assert (int(cells[6]), int(cells[7])) == (b, c)
@@ -118,12 +124,17 @@ def _check_pane(pane: Any, out: Path, eid: str) -> None:
     for r, box in enumerate(pane.find_elements(By.CSS_SELECTOR, ".round")):
         seeing = turns.filter((pl.col("round") == r) & pl.col("phase").is_in(["update", "revise"]))
         edges = {(s, t["agent"]) for t in seeing.iter_rows(named=True) for s in t["sources"]}
-        drawn = {e.get_attribute("textContent") for e in box.find_elements(By.CSS_SELECTOR, "svg.graph path.edge title")}
+        drawn = {
+            e.get_attribute("textContent")
+            for e in box.find_elements(By.CSS_SELECTOR, "svg.graph path.edge title")
+        }
         assert drawn == {f"{s + 1} → {t + 1}" for s, t in edges}
     for t in turns.iter_rows(named=True):
         cell = pane.find_element(By.CSS_SELECTOR, f'[data-turn="{t["round"]}-{t["agent"]}-{t["phase"]}"]')
         assert _texts(cell, "[data-k=answer]") == [t["answer"] if t["answer"] is not None else "–"]
-        assert _texts(cell, "[data-k=confidence]") == [str(t["confidence"]) if t["confidence"] is not None else "–"]
+        assert _texts(cell, "[data-k=confidence]") == [
+            str(t["confidence"]) if t["confidence"] is not None else "–"
+        ]
         assert _texts(cell, "[data-k=tokens]") == [str(t["prompt_tokens"] + t["completion_tokens"])]
     assert len(pane.find_elements(By.CSS_SELECTOR, "[data-turn]")) == turns.height
 
@@ -141,7 +152,9 @@ def _wait_total(browser: Any, expected: int) -> None:
     WebDriverWait(browser, 20).until(lambda d: d.find_element("id", "total").text == str(expected))
 
 
-def test_viewer_opens_a_transcript_from_the_list(browser: Any, dirs: dict[str, Path], viewer: str, artifacts: Path) -> None:
+def test_viewer_opens_a_transcript_from_the_list(
+    browser: Any, dirs: dict[str, Path], viewer: str, artifacts: Path
+) -> None:
     from selenium.webdriver.common.by import By
 
     browser.set_window_size(1500, 1000)
@@ -174,7 +187,9 @@ def test_viewer_opens_a_transcript_from_the_list(browser: Any, dirs: dict[str, P
     br.full_page_screenshot(browser, artifacts / "viewer-side-by-side.png")
 
 
-def test_viewer_shows_critiques_and_revisions(browser: Any, dirs: dict[str, Path], viewer: str, artifacts: Path) -> None:
+def test_viewer_shows_critiques_and_revisions(
+    browser: Any, dirs: dict[str, Path], viewer: str, artifacts: Path
+) -> None:
     browser.set_window_size(1500, 1000)
     browser.get(viewer)
     br.wait_for(browser, "#list tbody tr")
@@ -196,12 +211,16 @@ def test_hostile_model_text_stays_text(browser: Any, dirs: dict[str, Path], view
     br.wait_for(browser, "#panes .round")
     assert browser.execute_script("return window.__pwned === undefined")
     assert browser.execute_script("return document.querySelectorAll('#panes img, #panes script').length") == 0
-    shown = browser.execute_script("return [...document.querySelectorAll('#panes pre')].map(p => p.textContent)")
+    shown = browser.execute_script(
+        "return [...document.querySelectorAll('#panes pre')].map(p => p.textContent)"
+    )
     assert any(s.startswith(HOSTILE) for s in shown)
     assert br.console_errors(browser) == []
 
 
-def test_static_export_works_without_a_server(browser: Any, dirs: dict[str, Path], tmp_path: Path, artifacts: Path) -> None:
+def test_static_export_works_without_a_server(
+    browser: Any, dirs: dict[str, Path], tmp_path: Path, artifacts: Path
+) -> None:
     path = tmp_path / "export.html"
     export_html(ViewData([dirs["sim"]]), path, Query(), limit=30)
     browser.set_window_size(1500, 1000)

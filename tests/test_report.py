@@ -50,7 +50,11 @@ def _row(table: pl.DataFrame, label: str) -> dict:
 
 def test_summary_equals_an_independent_computation(sim_out: Path) -> None:
     t = build_tables(load_results([sim_out]))
-    ep = ResultStore(sim_out).episodes().with_columns(tokens=pl.col("prompt_tokens") + pl.col("completion_tokens"))
+    ep = (
+        ResultStore(sim_out)
+        .episodes()
+        .with_columns(tokens=pl.col("prompt_tokens") + pl.col("completion_tokens"))
+    )
     labels = {"fixed": "fixed(topology=clique)", "cot": "cot"}
     clique = ep.filter(pl.col("method_spec").str.contains('"topology":"clique"'))
     for method, label in labels.items():
@@ -66,7 +70,9 @@ def test_summary_equals_an_independent_computation(sim_out: Path) -> None:
         both = mine.join(clique, on=["item_id", "seed"], suffix="_c")
         assert row["tokens_pct_clique"] == pytest.approx(100 * both["tokens"].sum() / both["tokens_c"].sum())
     assert _row(t.summary, "fixed(topology=clique)")["tokens_pct_clique"] == pytest.approx(100.0)
-    assert _row(t.summary, "cot")["unparsable_rate"] == pytest.approx(1 - ep.filter(pl.col("method") == "cot")["final_answer"].is_not_null().mean())
+    assert _row(t.summary, "cot")["unparsable_rate"] == pytest.approx(
+        1 - ep.filter(pl.col("method") == "cot")["final_answer"].is_not_null().mean()
+    )
 
 
 def test_mcnemar_pvalues_match_scipy_on_the_parquet_rows(sim_out: Path) -> None:
@@ -74,8 +80,12 @@ def test_mcnemar_pvalues_match_scipy_on_the_parquet_rows(sim_out: Path) -> None:
     ep = ResultStore(sim_out).episodes()
     assert t.mcnemar.height == 10  # 5 methods: every unordered pair once
     for r in t.mcnemar.iter_rows(named=True):
-        xa = ep.filter(pl.col("method_spec").map_elements(lambda s, k=r["a"]: _key(s) == k, return_dtype=pl.Boolean))
-        xb = ep.filter(pl.col("method_spec").map_elements(lambda s, k=r["b"]: _key(s) == k, return_dtype=pl.Boolean))
+        xa = ep.filter(
+            pl.col("method_spec").map_elements(lambda s, k=r["a"]: _key(s) == k, return_dtype=pl.Boolean)
+        )
+        xb = ep.filter(
+            pl.col("method_spec").map_elements(lambda s, k=r["b"]: _key(s) == k, return_dtype=pl.Boolean)
+        )
         both = xa.join(xb, on=["item_id", "seed"], suffix="_b")
         b = int((both["correct"] & ~both["correct_b"]).sum())
         c = int((~both["correct"] & both["correct_b"]).sum())
@@ -90,7 +100,9 @@ def test_mcnemar_pvalues_match_scipy_on_the_parquet_rows(sim_out: Path) -> None:
 
 def _key(spec: str) -> str:
     d = json.loads(spec)
-    return json.dumps({k: v for k, v in d.items() if k not in ("agents", "n_agents")}, sort_keys=True, separators=(",", ":"))
+    return json.dumps(
+        {k: v for k, v in d.items() if k not in ("agents", "n_agents")}, sort_keys=True, separators=(",", ":")
+    )
 
 
 def test_per_round_accuracy_is_the_vote_after_each_round(sim_out: Path) -> None:
@@ -105,7 +117,10 @@ def test_per_round_accuracy_is_the_vote_after_each_round(sim_out: Path) -> None:
 
 def test_pairs_without_overlap_are_reported_never_averaged(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    clique, ring = {"name": "fixed", "args": {"topology": "clique"}}, {"name": "fixed", "args": {"topology": "ring"}}
+    clique, ring = (
+        {"name": "fixed", "args": {"topology": "clique"}},
+        {"name": "fixed", "args": {"topology": "ring"}},
+    )
     _sweep(tmp_path, out, ["cot"], offset=0, limit=4)
     _sweep(tmp_path, out, [clique], offset=4, limit=4)
     _sweep(tmp_path, out, [ring], offset=2, limit=4)
@@ -128,11 +143,17 @@ def test_pairs_without_overlap_are_reported_never_averaged(tmp_path: Path) -> No
     cot = _row(summary, "cot")
     assert cot["paired_with_reference"] == 0 and cot["tokens_pct_clique"] is None
     assert cot["cost_pct_clique"] is None and cot["pareto_axis"] == "cost_per_task"  # the team is priced
-    ep = ResultStore(out).episodes().with_columns(tokens=pl.col("prompt_tokens") + pl.col("completion_tokens"))
+    ep = (
+        ResultStore(out).episodes().with_columns(tokens=pl.col("prompt_tokens") + pl.col("completion_tokens"))
+    )
     rand = ep.filter(pl.col("method") == "random")
     ref = ep.filter((pl.col("method") == "fixed") & pl.col("method_spec").str.contains("clique") & (pl.col("seed") == 1)
                     & pl.col("models").list.contains("weak"))  # fmt: skip
-    expected = 100 * rand["tokens"].sum() / ref.filter(pl.col("item_id").is_in(rand["item_id"].to_list()))["tokens"].sum()
+    expected = (
+        100
+        * rand["tokens"].sum()
+        / ref.filter(pl.col("item_id").is_in(rand["item_id"].to_list()))["tokens"].sum()
+    )
     assert _row(summary, "random(k=1)")["tokens_pct_clique"] == pytest.approx(expected)
 
 
@@ -145,7 +166,9 @@ def test_unparsable_counts_as_wrong_and_answered_accuracy_leaves_it_out(tmp_path
     assert 0 < answered.height < ep.height  # some replies were unreadable, so some votes are empty
     row = _row(build_tables(load_results([out])).summary, "cot")
     assert row["unparsable_rate"] == pytest.approx(1 - answered.height / ep.height)
-    assert row["accuracy_mean"] == pytest.approx(ep.group_by("seed").agg(pl.col("correct").mean())["correct"].mean())
+    assert row["accuracy_mean"] == pytest.approx(
+        ep.group_by("seed").agg(pl.col("correct").mean())["correct"].mean()
+    )
     per_seed = answered.group_by("seed").agg(pl.col("correct").mean())["correct"]
     assert row["answered_accuracy_mean"] == pytest.approx(per_seed.mean())
     assert row["answered_accuracy_mean"] > row["accuracy_mean"]
@@ -157,7 +180,10 @@ def test_newer_columns_are_used_and_older_parts_still_read(sim_out: Path, tmp_pa
     newest = committed_parts(out)[-1]
     spec = pl.read_parquet(newest)["method_spec"][0]  # a method of the newest part gets a stored label
     derived = load_results([out]).episodes.filter(pl.col("method_spec") == spec)["method_label"][0]
-    add_columns(newest, {"method_label": (pa.string(), lambda r: "Stored label" if r["method_spec"] == spec else None)})
+    add_columns(
+        newest,
+        {"method_label": (pa.string(), lambda r: "Stored label" if r["method_spec"] == spec else None)},
+    )
     add_columns(out / "rounds" / newest.name, {
         "active": (pa.list_(pa.int32()), [0, 1]),
         "edge_src": (pa.list_(pa.int32()), [1]), "edge_tgt": (pa.list_(pa.int32()), [0]),
@@ -169,7 +195,9 @@ def test_newer_columns_are_used_and_older_parts_still_read(sim_out: Path, tmp_pa
     assert "Stored label" in labels and derived not in labels  # one label per method, older parts too
     t = build_tables(results)
     assert {"cost", "active_agents", "mean_edge_weight"} <= set(t.per_round.columns)
-    assert t.per_round["active_agents"].drop_nulls().to_list() and set(t.per_round["mean_edge_weight"].drop_nulls()) == {0.25}
+    assert t.per_round["active_agents"].drop_nulls().to_list() and set(
+        t.per_round["mean_edge_weight"].drop_nulls()
+    ) == {0.25}
     from sweep.view.data import ViewData
 
     view = ViewData([out])
@@ -184,7 +212,9 @@ def test_newer_columns_are_used_and_older_parts_still_read(sim_out: Path, tmp_pa
     assert old is not None and all(r["graph_from"] == "turns" for r in old["rounds"])
 
 
-def test_cli_writes_every_output_and_replaces_the_old_report(sim_out: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_writes_every_output_and_replaces_the_old_report(
+    sim_out: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     stale = sim_out / "report" / "stale.txt"
     stale.parent.mkdir(exist_ok=True)
     stale.write_text("old")
@@ -220,13 +250,24 @@ def test_papers_layouts(sim_out: Path) -> None:
     rows = {r[0]: r for r in cpp.rows}
     assert rows["fixed(topology=clique)"][2] == "100.00%"
     clique = _row(t.summary, "fixed(topology=clique)")
-    assert rows["fixed(topology=clique)"][1].strip("*") == f"{100 * clique['accuracy_mean']:.2f} ± {100 * clique['accuracy_std']:.2f}"
+    assert (
+        rows["fixed(topology=clique)"][1].strip("*")
+        == f"{100 * clique['accuracy_mean']:.2f} ± {100 * clique['accuracy_std']:.2f}"
+    )
     rumad = paper_tables(t.summary, t.order, "rumad")[0]
-    assert [r[2] for r in rumad.rows if r[0] == "cot"] == [f"{_row(t.summary, 'cot')['tokens_per_task'] / 1000:.1f}"]
+    assert [r[2] for r in rumad.rows if r[0] == "cot"] == [
+        f"{_row(t.summary, 'cot')['tokens_per_task'] / 1000:.1f}"
+    ]
     best = max(t.summary["accuracy_mean"])
     bold = [r[0] for r in paper_tables(t.summary, t.order, "pear")[0].rows if r[1].startswith("**")]
     assert bold == [r["method_label"] for r in t.summary.iter_rows(named=True) if r["accuracy_mean"] == best]
-    assert [r[0] for r in cpp.rows] == ["cot", "cot_sc(m=5)", "fixed(topology=clique)", "fixed(topology=ring)", "random(k=2)"]
+    assert [r[0] for r in cpp.rows] == [
+        "cot",
+        "cot_sc(m=5)",
+        "fixed(topology=clique)",
+        "fixed(topology=ring)",
+        "random(k=2)",
+    ]
     with pytest.raises(ValueError, match="unknown layout"):
         paper_tables(t.summary, t.order, "nope")
 
@@ -249,7 +290,9 @@ def test_report_is_logged_to_the_sweeps_mlflow_parent_run(sim_out: Path, tmp_pat
     assert plots == {p.name for p in (out / "report" / "plots").glob("*.png")}
 
 
-def test_build_report_leaves_the_old_report_when_writing_fails(sim_out: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_build_report_leaves_the_old_report_when_writing_fails(
+    sim_out: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "rep"
     build_report([sim_out], target)
     before = sorted(p.name for p in target.iterdir())

@@ -53,7 +53,9 @@ def both(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, dict[str, li
     samples = load_benchmark("arith", "test", limit=ITEMS)
     team = [Agent(name, build_backend("simulated", name, spec)) for name, spec in bench.TEAM.items()]
     tallies = {
-        label: [asyncio.run(bench.run_seed(build_method(name, args), team, samples, s, ROUNDS)) for s in SEEDS]
+        label: [
+            asyncio.run(bench.run_seed(build_method(name, args), team, samples, s, ROUNDS)) for s in SEEDS
+        ]
         for label, name, args in bench.METHODS
     }
     return tables, tallies, bench
@@ -76,7 +78,9 @@ def test_every_cell_of_the_pear_table_equals_the_bench(both: tuple) -> None:
             expected = statistics.mean(pooled) if pooled else None
             assert row[key] == pytest.approx(expected), (label, key)
     paper = sections(tables, "pear")[0].tables[0]
-    assert [r[1].strip("*") for r in paper.rows] == [f"{r['accuracy_mean']:.3f} ± {r['accuracy_std']:.3f}" for r in rows]
+    assert [r[1].strip("*") for r in paper.rows] == [
+        f"{r['accuracy_mean']:.3f} ± {r['accuracy_std']:.3f}" for r in rows
+    ]
 
 
 def test_mcnemar_pvalues_equal_scipy_on_the_bench_pairs(both: tuple) -> None:
@@ -84,7 +88,11 @@ def test_mcnemar_pvalues_equal_scipy_on_the_bench_pairs(both: tuple) -> None:
     label_of = dict(zip((m[0] for m in bench.METHODS), LABELS, strict=True))
     checked = 0
     for a, b in itertools_pairs([m[0] for m in bench.METHODS]):
-        pairs = [(x.by_item[i], y.by_item[i]) for x, y in zip(tallies[a], tallies[b], strict=True) for i in x.by_item]
+        pairs = [
+            (x.by_item[i], y.by_item[i])
+            for x, y in zip(tallies[a], tallies[b], strict=True)
+            for i in x.by_item
+        ]
         wins, losses = sum(p and not q for p, q in pairs), sum(q and not p for p, q in pairs)
         row = tables.mcnemar.filter(
             (tables.mcnemar["a_label"] == label_of[a]) & (tables.mcnemar["b_label"] == label_of[b])

@@ -25,6 +25,7 @@ from sweep.view.export import export_html
 from sweep.view.server import serve_in_thread
 from tests.results_helpers import HOSTILE, plant_hostile_text, run_in_process, sweep_config
 
+
 @pytest.fixture(scope="module")
 def sim_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("view") / "sim"
@@ -76,7 +77,9 @@ def test_meta_and_every_filter_count_against_polars(server: str, sim_out: Path) 
         ("item=0003", pl.col("item_id").str.contains("0003")),
         ("method=fixed(topology%3Dclique)&outcome=wrong&parse=1", clique & ~pl.col("correct") & (pl.col("parse_failures") > 0)),
     ]  # fmt: skip
-    assert ep.filter(pl.col("flip") == "w2r").height > 0 and ep.filter(pl.col("parse_failures") > 0).height > 0
+    assert (
+        ep.filter(pl.col("flip") == "w2r").height > 0 and ep.filter(pl.col("parse_failures") > 0).height > 0
+    )
     for query, expected in cases:
         status, page = get(server + "api/episodes?limit=500&" + query)
         want = ep.filter(expected)
@@ -97,7 +100,12 @@ def test_pages_cover_every_episode_once(server: str) -> None:
 
 
 def test_an_episode_shows_its_parquet_rows(server: str, sim_out: Path) -> None:
-    ep = _episodes(sim_out).filter(pl.col("method_spec").str.contains('"ring"')).sort("item_id").row(3, named=True)
+    ep = (
+        _episodes(sim_out)
+        .filter(pl.col("method_spec").str.contains('"ring"'))
+        .sort("item_id")
+        .row(3, named=True)
+    )
     turns = ResultStore(sim_out).turns().filter(pl.col("episode_id") == ep["episode_id"])
     status, d = get(server + f"api/episode?id={ep['episode_id']}")
     assert status == 200 and d["episode"]["prompt_tokens"] == ep["prompt_tokens"]
@@ -110,22 +118,41 @@ def test_an_episode_shows_its_parquet_rows(server: str, sim_out: Path) -> None:
         assert r["tokens"] == int((rows["prompt_tokens"] + rows["completion_tokens"]).sum())
         for a, agent_turns in enumerate(r["agents"]):
             mine = rows.filter(pl.col("agent") == a)
-            assert [(t["answer"], t["confidence"]) for t in agent_turns] == list(zip(mine["answer"], mine["confidence"], strict=True))
-        seen = {(s, t["agent"]) for t in rows.filter(pl.col("phase") == "update").iter_rows(named=True) for s in t["sources"]}
+            assert [(t["answer"], t["confidence"]) for t in agent_turns] == list(
+                zip(mine["answer"], mine["confidence"], strict=True)
+            )
+        seen = {
+            (s, t["agent"])
+            for t in rows.filter(pl.col("phase") == "update").iter_rows(named=True)
+            for s in t["sources"]
+        }
         assert {(e["source"], e["target"]) for e in r["edges"]} == seen
         assert r["graph_from"] == "turns" and (r["round"] == 0) == (not seen)
-    assert {s["method_label"] for s in d["siblings"]} == {"cot", "cot_sc(m=5)", "fixed(topology=clique)", "random(k=2)"}
+    assert {s["method_label"] for s in d["siblings"]} == {
+        "cot",
+        "cot_sc(m=5)",
+        "fixed(topology=clique)",
+        "random(k=2)",
+    }
 
 
 def test_critique_revise_graphs_are_whom_each_reviser_saw(tmp_path: Path) -> None:
-    out = run_in_process(sweep_config("pear_simulated", tmp_path / "pear", "datasets.0.limit=3", "seeds=[0]", "rounds=2"))
+    out = run_in_process(
+        sweep_config("pear_simulated", tmp_path / "pear", "datasets.0.limit=3", "seeds=[0]", "rounds=2")
+    )
     view = ViewData([out])
     turns = ResultStore(out).turns()
-    for eid in view.index.filter(pl.col("method_label") != "fixed(topology=clique, protocol=critique_revise)")["episode_id"]:
+    for eid in view.index.filter(
+        pl.col("method_label") != "fixed(topology=clique, protocol=critique_revise)"
+    )["episode_id"]:
         d = view.episode(eid)
         assert d is not None
         for r in d["rounds"][1:]:
-            revise = turns.filter((pl.col("episode_id") == eid) & (pl.col("round") == r["round"]) & (pl.col("phase") == "revise"))
+            revise = turns.filter(
+                (pl.col("episode_id") == eid)
+                & (pl.col("round") == r["round"])
+                & (pl.col("phase") == "revise")
+            )
             expected = {(s, t["agent"]) for t in revise.iter_rows(named=True) for s in t["sources"]}
             assert {(e["source"], e["target"]) for e in r["edges"]} == expected and expected
             critics = {t["agent"] for a in r["agents"] for t in a if t["phase"] == "critique"}
@@ -136,7 +163,11 @@ def test_opening_an_episode_reads_only_its_own_part(sim_out: Path, monkeypatch: 
     view = ViewData([sim_out])
     read: list[str] = []
     original = pq.read_table
-    monkeypatch.setattr(episode_mod.pq, "read_table", lambda path, **kw: read.append(Path(path).parent.name) or original(path, **kw))
+    monkeypatch.setattr(
+        episode_mod.pq,
+        "read_table",
+        lambda path, **kw: read.append(Path(path).parent.name) or original(path, **kw),
+    )
     eid = view.index["episode_id"][-1]
     assert view.episode(eid) is not None
     assert sorted(read) == ["rounds", "turns"]
@@ -174,14 +205,25 @@ def test_export_embeds_data_that_cannot_close_its_script(sim_out: Path, tmp_path
     assert blob is not None
     data = json.loads(blob.group(1))
     assert len(data["rows"]) == len(data["details"]) == 80
-    assert any(t["text"].startswith(HOSTILE) for d in data["details"].values() for r in d["rounds"] for a in r["agents"] for t in a)
+    assert any(
+        t["text"].startswith(HOSTILE)
+        for d in data["details"].values()
+        for r in d["rounds"]
+        for a in r["agents"]
+        for t in a
+    )
 
 
-def test_view_cli_errors_and_export(sim_out: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_view_cli_errors_and_export(
+    sim_out: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["view", str(tmp_path / "nope")]) == 2
     assert "episodes/" in capsys.readouterr().err
     assert main(["view", str(sim_out), "--export", str(tmp_path / "x.html"), "--limit", "0"]) == 2
-    assert main(["view", str(sim_out), "--export", str(tmp_path / "x.html"), "--limit", "5", "--method", "cot"]) == 0
+    assert (
+        main(["view", str(sim_out), "--export", str(tmp_path / "x.html"), "--limit", "5", "--method", "cot"])
+        == 0
+    )
     assert "exported 5 episodes" in capsys.readouterr().out
     assert main(["view", str(sim_out), "--export", str(tmp_path / "y.html"), "--dataset", "gsm8k/test"]) == 0
     assert "exported 0 episodes" in capsys.readouterr().out

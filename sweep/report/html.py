@@ -53,7 +53,10 @@ def table_html(table: TextTable, table_id: str) -> str:
 def frame_html(frame: pl.DataFrame, table_id: str, drop: tuple[str, ...] = ()) -> str:
     """A DataFrame as a plain table (floats with 4 decimals)."""
     frame = frame.drop([c for c in drop if c in frame.columns])
-    rows = [[num(v, 4) if isinstance(v, float) else ("–" if v is None else str(v)) for v in row] for row in frame.iter_rows()]
+    rows = [
+        [num(v, 4) if isinstance(v, float) else ("–" if v is None else str(v)) for v in row]
+        for row in frame.iter_rows()
+    ]
     return table_html(TextTable("", list(frame.columns), rows), table_id)
 
 
@@ -68,7 +71,12 @@ def _slug(heading: str) -> str:
 
 
 def write_html(
-    path: Path, title: str, header: list[str], secs: list[Section], figures: list[Figure], per_round: pl.DataFrame
+    path: Path,
+    title: str,
+    header: list[str],
+    secs: list[Section],
+    figures: list[Figure],
+    per_round: pl.DataFrame,
 ) -> None:
     """Write the report to `path` (figure paths are relative to its folder)."""
     parts = [f"<h1>{html.escape(title)}</h1>"] + [f'<p class="note">{html.escape(h)}</p>' for h in header]

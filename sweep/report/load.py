@@ -89,7 +89,9 @@ def read_rounds(dirs: list[Path], episodes: pl.DataFrame) -> pl.DataFrame:
         if paths:
             frames.append(scan_parts(paths).with_columns(pl.lit(i, pl.Int32).alias("_dir")))
     if not frames:
-        return pl.DataFrame({"episode_id": [], "round": []}, schema={"episode_id": pl.String, "round": pl.Int32})
+        return pl.DataFrame(
+            {"episode_id": [], "round": []}, schema={"episode_id": pl.String, "round": pl.Int32}
+        )
     rounds = pl.concat(frames, how="diagonal_relaxed").collect()
     keys = episodes.select("episode_id", "_dir", "_part")
     return rounds.join(keys, on=["episode_id", "_dir", "_part"], how="semi")
@@ -194,7 +196,10 @@ def _teams(episodes: pl.DataFrame) -> pl.DataFrame:
     for m in parent:
         members.setdefault(root(m), set()).add(m)
     team = {sid: "+".join(sorted(members[root(min(ms))])) if ms else "" for sid, ms in sets.items()}
-    return pl.DataFrame({"sweep_id": list(team), "team": list(team.values())}, schema={"sweep_id": pl.String, "team": pl.String})
+    return pl.DataFrame(
+        {"sweep_id": list(team), "team": list(team.values())},
+        schema={"sweep_id": pl.String, "team": pl.String},
+    )
 
 
 def with_methods(episodes: pl.DataFrame) -> pl.DataFrame:

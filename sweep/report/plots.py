@@ -56,7 +56,13 @@ def pareto_plot(rows: list[dict[str, Any]], title: str, path: Path) -> None:
     for r in rows:
         ax.errorbar(r[axis], r["accuracy_mean"], yerr=r["accuracy_std"] or 0, fmt="o" if r["pareto"] else "s",
                     color="C3" if r["pareto"] else "C0", capsize=3)  # fmt: skip
-        ax.annotate(r["method_label"], (r[axis], r["accuracy_mean"]), fontsize=7, xytext=(4, 4), textcoords="offset points")
+        ax.annotate(
+            r["method_label"],
+            (r[axis], r["accuracy_mean"]),
+            fontsize=7,
+            xytext=(4, 4),
+            textcoords="offset points",
+        )
     front = sorted((r[axis], r["accuracy_mean"]) for r in rows if r["pareto"])
     ax.plot([x for x, _ in front], [y for _, y in front], color="C3", alpha=0.5, label="Pareto front")
     ax.set_xlabel("cost per task (price-weighted)" if axis == "cost_per_task" else "tokens per task")
@@ -104,17 +110,26 @@ def diagnostics_plot(frame: pl.DataFrame, order: list[str], title: str, path: Pa
         ax.set_title(column, fontsize=8)
         ax.xaxis.set_major_locator(_integer_ticks())
         ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
     handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=7, bbox_to_anchor=(0.5, -0.02 - 0.03 * len(labels) / 3))
+    fig.legend(
+        handles,
+        labels,
+        loc="lower center",
+        ncol=3,
+        fontsize=7,
+        bbox_to_anchor=(0.5, -0.02 - 0.03 * len(labels) / 3),
+    )
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     _save(fig, path)
     return True
 
 
-def mcnemar_plot(frame: pl.DataFrame, order: list[str], labels: dict[str, str], title: str, path: Path) -> None:
+def mcnemar_plot(
+    frame: pl.DataFrame, order: list[str], labels: dict[str, str], title: str, path: Path
+) -> None:
     plt = _pyplot()
     keys = [k for k in order if k in set(frame["a"].to_list()) | set(frame["b"].to_list())]
     n = len(keys)
@@ -128,7 +143,15 @@ def mcnemar_plot(frame: pl.DataFrame, order: list[str], labels: dict[str, str], 
     for i in range(n):
         for j in range(n):
             if grid[i][j] == grid[i][j]:
-                ax.text(j, i, f"{grid[i][j]:.2g}", ha="center", va="center", fontsize=6, color="w" if grid[i][j] < 0.5 else "k")
+                ax.text(
+                    j,
+                    i,
+                    f"{grid[i][j]:.2g}",
+                    ha="center",
+                    va="center",
+                    fontsize=6,
+                    color="w" if grid[i][j] < 0.5 else "k",
+                )
     ax.set_xticks(range(n), [labels[k] for k in keys], rotation=60, ha="right", fontsize=7)
     ax.set_yticks(range(n), [labels[k] for k in keys], fontsize=7)
     fig.colorbar(image, ax=ax, label="McNemar p (Holm)")
@@ -140,20 +163,30 @@ def make_figures(t: Tables, out: Path) -> list[Figure]:
     """Every figure of the report, written as PNG under `out/plots/`; paths relative to `out`."""
     figures: list[Figure] = []
     labels = dict(t.summary.select("method_key", "method_label").iter_rows())
-    for values, rows in sorted(t.summary.group_by("team", "dataset", "split"), key=lambda g: tuple(map(str, g[0]))):
+    for values, rows in sorted(
+        t.summary.group_by("team", "dataset", "split"), key=lambda g: tuple(map(str, g[0]))
+    ):
         name = " · ".join(map(str, values))
         tag = slug(*values)
         pareto = Path("plots") / f"pareto__{tag}.png"
         pareto_plot(list(rows.iter_rows(named=True)), f"accuracy vs cost: {name}", out / pareto)
         figures.append(Figure(f"Accuracy vs cost — {name}", pareto))
-        per_round = t.per_round.filter(pl.all_horizontal(pl.col(c) == v for c, v in zip(("team", "dataset", "split"), values, strict=True)))
+        per_round = t.per_round.filter(
+            pl.all_horizontal(
+                pl.col(c) == v for c, v in zip(("team", "dataset", "split"), values, strict=True)
+            )
+        )
         path = Path("plots") / f"rounds__{tag}.png"
         rounds_plot(per_round, t.order, f"accuracy by round: {name}", out / path)
         figures.append(Figure(f"Accuracy by round — {name}", path))
         path = Path("plots") / f"diagnostics__{tag}.png"
         if diagnostics_plot(per_round, t.order, f"diagnostics by round: {name}", out / path):
             figures.append(Figure(f"Diagnostics by round — {name}", path))
-        pairs = t.mcnemar.filter(pl.all_horizontal(pl.col(c) == v for c, v in zip(("team", "dataset", "split"), values, strict=True)))
+        pairs = t.mcnemar.filter(
+            pl.all_horizontal(
+                pl.col(c) == v for c, v in zip(("team", "dataset", "split"), values, strict=True)
+            )
+        )
         if pairs.height:
             path = Path("plots") / f"mcnemar__{tag}.png"
             mcnemar_plot(pairs, t.order, labels, f"McNemar p (Holm): {name}", out / path)

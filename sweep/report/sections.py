@@ -99,11 +99,16 @@ def mcnemar_section(t: Tables) -> Section:
 
 
 def spearman_section(t: Tables) -> Section:
-    rows = [[r["a"], r["b"], num(r["methods"]), num(r["rho"]), r["note"]] for r in t.spearman.iter_rows(named=True)]
+    rows = [
+        [r["a"], r["b"], num(r["methods"]), num(r["rho"]), r["note"]]
+        for r in t.spearman.iter_rows(named=True)
+    ]
     text = "Spearman's rho of the methods' accuracy rankings between two (team, dataset, split) columns."
     if not rows:
         text += " Only one column here: no ranking to compare."
-    return Section("Rank correlation (Spearman)", text, [TextTable("", ["A", "B", "methods", "rho", "note"], rows)])
+    return Section(
+        "Rank correlation (Spearman)", text, [TextTable("", ["A", "B", "methods", "rho", "note"], rows)]
+    )
 
 
 def pareto_section(t: Tables) -> Section:
@@ -112,8 +117,14 @@ def pareto_section(t: Tables) -> Section:
          r["pareto_axis"].replace("_per_task", "")]
         for r in t.summary.filter(pl.col("pareto")).iter_rows(named=True)
     ]  # fmt: skip
-    text = "Methods no other method beats on both accuracy and cost (price-weighted where priced, else tokens)."
-    return Section("Accuracy–cost Pareto front", text, [TextTable("", ["team · dataset", "method", "accuracy", "cost", "axis"], rows)])
+    text = (
+        "Methods no other method beats on both accuracy and cost (price-weighted where priced, else tokens)."
+    )
+    return Section(
+        "Accuracy–cost Pareto front",
+        text,
+        [TextTable("", ["team · dataset", "method", "accuracy", "cost", "axis"], rows)],
+    )
 
 
 def rounds_section(t: Tables) -> Section:
@@ -138,7 +149,14 @@ def sections(t: Tables, layout: str) -> list[Section]:
         "Methods as rows, benchmarks as columns, one table per model team; best accuracy in bold.",
         paper_tables(t.summary, t.order, layout),
     )
-    return [paper, summary_section(t), mcnemar_section(t), spearman_section(t), pareto_section(t), rounds_section(t)]
+    return [
+        paper,
+        summary_section(t),
+        mcnemar_section(t),
+        spearman_section(t),
+        pareto_section(t),
+        rounds_section(t),
+    ]
 
 
 def markdown_table(table: TextTable) -> str:

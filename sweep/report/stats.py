@@ -100,7 +100,8 @@ def mean_std(values: Sequence[float | Fraction]) -> tuple[float | None, float | 
     rounded once, not after float sums."""
     if not values:
         return None, None
-    return float(statistics.mean(values)), (float(statistics.stdev(values)) if len(values) > 1 else None)
+    exact = [Fraction(v) for v in values]  # a float's exact value: what statistics.mean uses too
+    return float(statistics.mean(exact)), (float(statistics.stdev(exact)) if len(exact) > 1 else None)
 
 
 def pareto_front(cost: Sequence[float], accuracy: Sequence[float]) -> list[bool]:
@@ -110,8 +111,6 @@ def pareto_front(cost: Sequence[float], accuracy: Sequence[float]) -> list[bool]
         raise ValueError(f"{len(cost)} costs against {len(accuracy)} accuracies")
     points = list(zip(cost, accuracy, strict=True))
     return [
-        not any(
-            (c2 <= c and a2 >= a) and (c2 < c or a2 > a) for j, (c2, a2) in enumerate(points) if j != i
-        )
+        not any((c2 <= c and a2 >= a) and (c2 < c or a2 > a) for j, (c2, a2) in enumerate(points) if j != i)
         for i, (c, a) in enumerate(points)
     ]

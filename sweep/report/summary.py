@@ -36,7 +36,8 @@ def reference_for(key: str, keys: list[str]) -> str | None:
         k for k in cliques if json.loads(k).get("protocol") == ident.get("protocol")
         and json.loads(k).get("rounds") == ident.get("rounds")
     ]  # fmt: skip
-    return (same or cliques or [None])[0]
+    found = same or cliques
+    return found[0] if found else None
 
 
 def _per_seed(ep: pl.DataFrame) -> dict[str, tuple[list[Fraction], list[Fraction]]]:
@@ -67,6 +68,7 @@ def _totals(ep: pl.DataFrame) -> pl.DataFrame:
     ]  # NaN would poison a mean; null is skipped
     return ep.group_by("method_key").agg(
         pl.col("method_label").first(),
+        *diag,
         episodes=pl.len(),
         items=pl.col("item_id").n_unique(),
         seeds=pl.col("seed").n_unique(),
@@ -78,19 +80,23 @@ def _totals(ep: pl.DataFrame) -> pl.DataFrame:
         calls_per_task=pl.col("calls").mean(),
         cost_per_task=pl.col("cost").mean(),
         parse_failures_per_task=pl.col("parse_failures").mean(),
-        *diag,
     )
 
 
 def _relative(ep: pl.DataFrame, key: str, ref: str | None) -> dict[str, Any]:
     """Tokens and cost as % of the reference on the (item, seed) pairs both have."""
-    empty = {"reference": None, "paired_with_reference": 0, "tokens_pct_clique": None, "cost_pct_clique": None}
+    empty = {
+        "reference": None,
+        "paired_with_reference": 0,
+        "tokens_pct_clique": None,
+        "cost_pct_clique": None,
+    }
     if ref is None:
         return empty
     mine = ep.filter(pl.col("method_key") == key).select(*PAIR, "tokens", "cost")
     theirs = ep.filter(pl.col("method_key") == ref).select(*PAIR, "tokens", "cost")
     both = mine.join(theirs, on=PAIR, suffix="_ref")
-    row = {**empty, "reference": ref, "paired_with_reference": both.height}
+    row: dict[str, Any] = {**empty, "reference": ref, "paired_with_reference": both.height}
     for col in ("tokens", "cost"):
         denominator = float(both[f"{col}_ref"].sum()) if both.height else 0.0
         if denominator > 0:

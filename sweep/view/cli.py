@@ -14,7 +14,9 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("view", help="browse episodes and transcripts on http://127.0.0.1, or --export a page")
     p.add_argument("out", nargs="+", type=Path, help="output dirs of sweeps or studies (episodes/ inside)")
     p.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (0: any free port)")
-    p.add_argument("--export", type=Path, metavar="FILE", help="write a static HTML viewer instead of serving")
+    p.add_argument(
+        "--export", type=Path, metavar="FILE", help="write a static HTML viewer instead of serving"
+    )
     p.add_argument("--limit", type=int, default=200, help="episodes in an export (default 200)")
     p.add_argument("--method", help="export only this method (its label as the viewer shows it)")
     p.add_argument("--dataset", help="export only this dataset/split")
@@ -49,9 +51,13 @@ def _serve(data: Any, port: int) -> int:
     try:
         server = make_server(data, port)
     except OSError as e:
-        print(f"error: cannot listen on 127.0.0.1:{port} ({e.strerror}); pick another --port", file=sys.stderr)
+        print(
+            f"error: cannot listen on 127.0.0.1:{port} ({e.strerror}); pick another --port", file=sys.stderr
+        )
         return 2
-    print(f"sweep view: http://127.0.0.1:{server.server_address[1]}/ ({data.index.height} episodes; Ctrl-C to stop)")
+    print(
+        f"sweep view: http://127.0.0.1:{server.server_address[1]}/ ({data.index.height} episodes; Ctrl-C to stop)"
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -124,4 +124,8 @@ class ViewData:
             & (pl.col("item_id") == row["item_id"]) & (pl.col("seed") == row["seed"])
             & (pl.col("team") == row["team"]) & (pl.col("episode_id") != row["episode_id"])
         )  # fmt: skip
-        return same.select("episode_id", "method_label", "correct", "final_answer").sort("method_label").to_dicts()
+        return (
+            same.select("episode_id", "method_label", "correct", "final_answer")
+            .sort("method_label")
+            .to_dicts()
+        )

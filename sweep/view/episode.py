@@ -85,13 +85,15 @@ def _graph(rnd: dict[str, Any] | None, turns: list[dict[str, Any]]) -> tuple[lis
     sources of the round's update/revise turns."""
     if rnd and rnd.get("edge_src") is not None and rnd.get("edge_tgt") is not None:
         weights = rnd.get("edge_weight") or [None] * len(rnd["edge_src"])
-        edges = zip(rnd["edge_src"], rnd["edge_tgt"], weights, strict=False)
-        return [{"source": s, "target": t, "weight": w} for s, t, w in edges], "rounds"
-    edges = {(s, t["agent"]) for t in turns if t["phase"] in SEEING_PHASES for s in t["sources"]}
-    return [{"source": s, "target": t, "weight": None} for s, t in sorted(edges)], "turns"
+        stored = zip(rnd["edge_src"], rnd["edge_tgt"], weights, strict=False)
+        return [{"source": s, "target": t, "weight": w} for s, t, w in stored], "rounds"
+    seen = {(s, t["agent"]) for t in turns if t["phase"] in SEEING_PHASES for s in t["sources"]}
+    return [{"source": s, "target": t, "weight": None} for s, t in sorted(seen)], "turns"
 
 
-def _round(r: int, row: dict[str, Any], rnd: dict[str, Any] | None, turns: list[dict[str, Any]]) -> dict[str, Any]:
+def _round(
+    r: int, row: dict[str, Any], rnd: dict[str, Any] | None, turns: list[dict[str, Any]]
+) -> dict[str, Any]:
     edges, graph_from = _graph(rnd, turns)
     active = rnd.get("active") if rnd else None
     agents = [[t for t in turns if t["agent"] == a] for a in range(row["n_agents"])]
@@ -105,7 +107,9 @@ def _round(r: int, row: dict[str, Any], rnd: dict[str, Any] | None, turns: list[
         "active": active if active is not None else sorted({t["agent"] for t in turns}),
         "max_tokens": rnd.get("max_tokens") if rnd else None,
         "decision": _decision(rnd.get("decision")) if rnd else None,
-        "diagnostics": {k: v for k, v in (rnd or {}).items() if k not in (*LIST_COLUMNS, "decision", "episode_id")},
+        "diagnostics": {
+            k: v for k, v in (rnd or {}).items() if k not in (*LIST_COLUMNS, "decision", "episode_id")
+        },
         "tokens": sum((t["prompt_tokens"] or 0) + (t["completion_tokens"] or 0) for t in turns),
         "calls": len(turns),
         "agents": agents,
@@ -116,7 +120,10 @@ def episode_detail(row: dict[str, Any], out: Path) -> dict[str, Any]:
     """The page's data for the episode `row` (an index row of `ViewData`) stored under `out`."""
     eid, part = row["episode_id"], row["_part"]
     grades = _Grades(row["dataset"], row["gold"])
-    raw = sorted(_rows(out / "turns" / part, eid), key=lambda t: (t["round"], PHASE_ORDER.get(t["phase"], 9), t["agent"]))
+    raw = sorted(
+        _rows(out / "turns" / part, eid),
+        key=lambda t: (t["round"], PHASE_ORDER.get(t["phase"], 9), t["agent"]),
+    )
     by_round: dict[int, list[dict[str, Any]]] = {}
     for t in raw:
         by_round.setdefault(int(t["round"]), []).append(_turn(t, grades))

@@ -33,7 +33,9 @@ def export_html(data: ViewData, path: Path, query: Query, limit: int) -> int:
     meta["episodes"] = len(rows)
     payload = {"meta": meta, "rows": rows, "details": details}
     page = static_text("index.html")
-    page = page.replace('<link rel="stylesheet" href="style.css">', f"<style>{static_text('style.css')}</style>")
+    page = page.replace(
+        '<link rel="stylesheet" href="style.css">', f"<style>{static_text('style.css')}</style>"
+    )
     data_tag = f'<script id="sweep-data" type="application/json">{_script_json(payload)}</script>'
     script = static_text("app.js").replace("</", "<\\/")
     page = page.replace('<script src="app.js"></script>', f"{data_tag}\n<script>{script}</script>")

@@ -107,7 +107,7 @@ class Handler(BaseHTTPRequestHandler):
 
 def make_server(data: ViewData, port: int = 0, host: str = "127.0.0.1") -> ThreadingHTTPServer:
     """A server for `data` on `host:port` (0: a free port); not started."""
-    handler = type("BoundHandler", (Handler,), {"data": data, "allowed_hosts": frozenset()})
+    handler: type[Handler] = type("BoundHandler", (Handler,), {"data": data, "allowed_hosts": frozenset()})
     server = ThreadingHTTPServer((host, port), handler)
     bound = server.server_address[1]
     handler.allowed_hosts = frozenset({f"{host}:{bound}", f"localhost:{bound}"})
