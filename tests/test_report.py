@@ -306,3 +306,29 @@ def test_build_report_leaves_the_old_report_when_writing_fails(
     assert sorted(p.name for p in target.iterdir()) == before
     assert [p.name for p in tmp_path.iterdir()] == ["rep"]  # no temp dir left behind
     assert np.isfinite(pl.read_parquet(target / "summary.parquet")["accuracy_mean"].to_numpy()).all()
+
+
+@pytest.mark.parametrize(
+    ("example", "layout", "columns"),
+    [
+        ("table_pear", "pear", ["mmlu_pro", "truthfulqa", "gsm8k", "math500"]),
+        ("table_rumad", "rumad", ["mmlu ACC (%)", "mmlu TC (k/task)", "mmlu Saving", "gpqa_main ACC (%)"]),
+        ("table_cpp", "cpp", ["math500 Acc (%)", "math500 Cost", "gpqa_diamond Acc (%)", "gpqa_diamond Cost"]),
+    ],
+)
+def test_the_papers_table_examples_print_in_their_layout(
+    example: str, layout: str, columns: list[str], tmp_path: Path
+) -> None:
+    cfg = sweep_config(example, tmp_path / "out")
+    shrink = [f"datasets.{i}.limit=3" for i in range(len(cfg.datasets))]
+    out = run_in_process(sweep_config(example, tmp_path / "out", *shrink, "seeds=[0,1]", "rounds=1"))
+    t = build_tables(load_results([out]))
+    (table,) = paper_tables(t.summary, t.order, layout, t.benchmarks)
+    assert table.columns[1 : 1 + len(columns)] == columns  # benchmarks in the config's order
+    assert len(table.rows) == len(cfg.methods) and all("–" not in r[1] for r in table.rows)
+    if layout == "rumad":
+        mad = _row(t.summary, "fixed(topology=clique, prompt_style=rumad)")
+        star = table.rows[1]
+        assert table.rows[0][3] == "N/A" and mad["method_key"] == mad["reference"]
+        expected = _row(t.summary.filter(pl.col("dataset") == "mmlu"), "fixed(topology=star, prompt_style=rumad)")
+        assert star[3] == f"{expected['tokens_pct_clique'] - 100:+.2f}%" and star[3].startswith("-")

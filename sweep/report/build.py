@@ -50,6 +50,7 @@ def build_tables(results: Results) -> Tables:
         per_round=per_round_table(results),
         order=results.order,
         notes=notes,
+        benchmarks=results.benchmarks,
     )
 
 

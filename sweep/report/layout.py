@@ -2,7 +2,8 @@
 columns, the best accuracy of each column in bold.
 
 - `pear` (PEAR Table 1): accuracy mean ± std over seeds, `0.645 ± 0.013`.
-- `rumad` (RUMAD Table 2): ACC (%) and TC (k tokens per task).
+- `rumad` (RUMAD Table 2): ACC (%), TC (k tokens per task) and the token saving against MAD (the
+  clique) on the same items.
 - `cpp` (CPP Tables 2–3): Acc (%) mean ± std and Cost as % of Full-Debate (the clique) on the same
   items; price-weighted when the team has prices, else tokens."""
 
@@ -42,12 +43,21 @@ def _tokens_k(row: dict[str, Any]) -> str:
     return f"{row['tokens_per_task'] / 1000:.1f}"
 
 
+def _saving(row: dict[str, Any]) -> str:
+    """Tokens saved against MAD (the clique) on the same items; N/A for the clique itself."""
+    if row["reference"] == row["method_key"]:
+        return "N/A"
+    pct = row["tokens_pct_clique"]
+    return "–" if pct is None else f"{pct - 100:+.2f}%"
+
+
 # layout -> the sub-columns under each benchmark: (header, cell of a summary row)
 CELLS: dict[str, list[tuple[str, Callable[[dict[str, Any]], str]]]] = {
     "pear": [("", lambda r: _pm(r["accuracy_mean"], r["accuracy_std"], 1.0, 3))],
     "rumad": [
         ("ACC (%)", lambda r: _pm(r["accuracy_mean"], None, 100.0, 1)),
         ("TC (k/task)", _tokens_k),
+        ("Saving", _saving),
     ],
     "cpp": [
         ("Acc (%)", lambda r: _pm(r["accuracy_mean"], r["accuracy_std"], 100.0, 2)),
@@ -56,21 +66,28 @@ CELLS: dict[str, list[tuple[str, Callable[[dict[str, Any]], str]]]] = {
 }
 
 
-def _benchmarks(frame: pl.DataFrame) -> list[tuple[str, str]]:
-    return sorted(set(frame.select("dataset", "split").iter_rows()))
+def _benchmarks(frame: pl.DataFrame, order: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    present = set(frame.select("dataset", "split").iter_rows())
+    return [b for b in order if b in present] + sorted(present - set(order))
 
 
 def _bench_name(dataset: str, split: str, splits_per_dataset: dict[str, int]) -> str:
     return dataset if splits_per_dataset[dataset] == 1 else f"{dataset}/{split}"
 
 
-def paper_tables(summary: pl.DataFrame, order: list[str], layout: str = "pear") -> list[TextTable]:
-    """One `TextTable` per team, in the papers' layout `layout` (one of LAYOUTS)."""
+def paper_tables(
+    summary: pl.DataFrame,
+    order: list[str],
+    layout: str = "pear",
+    benchmarks: list[tuple[str, str]] | None = None,
+) -> list[TextTable]:
+    """One `TextTable` per team, in the papers' layout `layout` (one of LAYOUTS); benchmark columns in
+    the order `benchmarks` gives (the configs'), others after them."""
     if layout not in CELLS:
         raise ValueError(f"unknown layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
     tables = []
     for (team,), frame in sorted(summary.group_by("team"), key=lambda g: str(g[0])):
-        benches = _benchmarks(frame)
+        benches = _benchmarks(frame, benchmarks or [])
         per_dataset: dict[str, int] = {}
         for d, _ in benches:
             per_dataset[d] = per_dataset.get(d, 0) + 1

@@ -11,7 +11,7 @@ has an answer; an unparsable episode counts as wrong), `_dir` (index of the outp
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +165,7 @@ class Results:
     episodes: pl.DataFrame
     rounds: pl.DataFrame
     order: list[str]
+    benchmarks: list[tuple[str, str]] = field(default_factory=list)  # (dataset, split), config order
 
     def label(self, key: str) -> str:
         row = self.episodes.filter(pl.col("method_key") == key).row(0, named=True)
@@ -219,22 +220,30 @@ def with_methods(episodes: pl.DataFrame) -> pl.DataFrame:
     return episodes.join(_teams(episodes), on="sweep_id", how="left")
 
 
+def _configs(dirs: list[Path]) -> list[dict[str, Any]]:
+    """The readable config.resolved.yaml of each dir (skipping missing or broken ones)."""
+    import yaml
+
+    found = []
+    for out in dirs:
+        try:
+            cfg = yaml.safe_load((Path(out) / "config.resolved.yaml").read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            continue
+        if isinstance(cfg, dict):
+            found.append(cfg)
+    return found
+
+
 def config_order(dirs: list[Path], keys: list[str]) -> list[str]:
     """`keys` ordered as the `methods:` lists of the dirs' config.resolved.yaml name them; the others
     after them, in their given order."""
-    import yaml
-
     from debate.methods import METHODS
 
     idents = {k: json.loads(k) for k in keys}
     ordered: list[str] = []
-    for out in dirs:
-        path = Path(out) / "config.resolved.yaml"
-        try:
-            methods = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("methods") or []
-        except (OSError, yaml.YAMLError):
-            continue
-        for entry in methods:
+    for cfg in _configs(dirs):
+        for entry in cfg.get("methods") or []:
             try:
                 name = entry["name"] if isinstance(entry, dict) else str(entry)
                 args = METHODS.resolve(name, entry.get("args") if isinstance(entry, dict) else None).kwargs
@@ -244,10 +253,24 @@ def config_order(dirs: list[Path], keys: list[str]) -> list[str]:
     return list(dict.fromkeys(ordered + keys))
 
 
+def benchmark_order(dirs: list[Path], present: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The (dataset, split) pairs `present`, in the order of the configs' `datasets:` lists."""
+    listed = [
+        (d.get("name"), d.get("split", "test"))
+        for cfg in _configs(dirs)
+        for d in cfg.get("datasets") or []
+        if isinstance(d, dict)
+    ]
+    return list(dict.fromkeys([b for b in listed if b in present] + sorted(present)))
+
+
 def load_results(dirs: list[Path]) -> Results:
     """Read and enrich every committed episode of `dirs`, and their rounds."""
     dirs = [Path(d) for d in dirs]
     episodes = with_methods(read_episodes(dirs))
     by_label = dict(episodes.select("method_key", "method_label").unique().iter_rows())
     keys = sorted(by_label, key=lambda k: by_label[k])
-    return Results(dirs, episodes, read_rounds(dirs, episodes), config_order(dirs, keys))
+    present = sorted(set(episodes.select("dataset", "split").iter_rows()))
+    return Results(
+        dirs, episodes, read_rounds(dirs, episodes), config_order(dirs, keys), benchmark_order(dirs, present)
+    )

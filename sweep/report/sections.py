@@ -21,6 +21,7 @@ class Tables:
     per_round: pl.DataFrame
     order: list[str]
     notes: list[str] = field(default_factory=list)
+    benchmarks: list[tuple[str, str]] = field(default_factory=list)  # the columns' order
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ def sections(t: Tables, layout: str) -> list[Section]:
     paper = Section(
         f"Papers' layout ({layout})",
         "Methods as rows, benchmarks as columns, one table per model team; best accuracy in bold.",
-        paper_tables(t.summary, t.order, layout),
+        paper_tables(t.summary, t.order, layout, t.benchmarks),
     )
     return [
         paper,
