@@ -162,12 +162,8 @@ def test_critique_revise_graphs_are_whom_each_reviser_saw(tmp_path: Path) -> Non
 def test_opening_an_episode_reads_only_its_own_part(sim_out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     view = ViewData([sim_out])
     read: list[str] = []
-    original = pq.read_table
-    monkeypatch.setattr(
-        episode_mod.pq,
-        "read_table",
-        lambda path, **kw: read.append(Path(path).parent.name) or original(path, **kw),
-    )
+    original = pl.scan_parquet
+    monkeypatch.setattr(pl, "scan_parquet", lambda path, **kw: read.append(Path(path).parent.name) or original(path, **kw))
     eid = view.index["episode_id"][-1]
     assert view.episode(eid) is not None
     assert sorted(read) == ["rounds", "turns"]

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pyarrow.parquet as pq
 
 from debate.spec import canonical_json
 
@@ -39,7 +38,7 @@ def _union_schema(paths: list[Path]) -> dict[str, pl.DataType]:
     part older than a column lacks it and gets nulls."""
     schema: dict[str, pl.DataType] = {}
     for path in dict.fromkeys([paths[0], paths[-1]]):
-        schema.update(pl.from_arrow(pq.read_schema(path).empty_table()).schema)  # type: ignore[union-attr]
+        schema.update(pl.read_parquet_schema(path))
     return schema
 
 

@@ -55,9 +55,8 @@ def _serve(data: Any, port: int) -> int:
             f"error: cannot listen on 127.0.0.1:{port} ({e.strerror}); pick another --port", file=sys.stderr
         )
         return 2
-    print(
-        f"sweep view: http://127.0.0.1:{server.server_address[1]}/ ({data.index.height} episodes; Ctrl-C to stop)"
-    )
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    print(f"sweep view: {url} ({data.index.height} episodes; Ctrl-C to stop)", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -10,7 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
+import polars as pl
 
 MAX_TEXT = 20_000  # characters of one turn's text or reasoning sent to the page
 MAX_DECISION = 200_000  # characters of a router's decision record parsed as JSON
@@ -20,9 +20,10 @@ LIST_COLUMNS = ("active", "edge_src", "edge_tgt", "edge_weight", "max_tokens")
 
 
 def _rows(path: Path, episode_id: str) -> list[dict[str, Any]]:
+    """The rows of one episode in one part file (none if the part has no such file)."""
     if not path.is_file():
         return []
-    return pq.read_table(path, filters=[("episode_id", "==", episode_id)]).to_pylist()
+    return pl.scan_parquet(path).filter(pl.col("episode_id") == episode_id).collect().to_dicts()
 
 
 def _plain(value: Any) -> Any:
