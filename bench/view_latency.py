@@ -6,6 +6,7 @@ chromium: load → list shown → click the first row → transcript rendered.
 
     .venv/bin/python bench/view_latency.py runs/pear_simulated              # 10,000 episodes
     .venv/bin/python bench/view_latency.py runs/pear_simulated --browser    # + the page in chromium
+    .venv/bin/python bench/view_latency.py runs/pear_simulated --replicate 10   # a 100,000-episode copy
 
 The goal: a 10,000-episode sweep opens and shows an episode in under 2 s.
 """
@@ -35,6 +36,22 @@ def rows_in(folder: Path) -> tuple[int, int]:
     """(parts, rows) of a Parquet folder, from the files' footers only."""
     parts = sorted(folder.glob("part-*.parquet"))
     return len(parts), sum(pq.ParquetFile(p).metadata.num_rows for p in parts)
+
+
+def replicate(out: Path, n: int, dest: Path) -> Path:
+    """`n` copies of every part of `out` under `dest` (ids suffixed, seeds shifted by 1000 per copy):
+    a sweep n times the size, for the viewer only (the copies are the same debates)."""
+    import polars as pl
+
+    for k in range(n):
+        for table in ("episodes", "turns", "rounds"):
+            (dest / table).mkdir(parents=True, exist_ok=True)
+            for part in sorted((out / table).glob("part-*.parquet")):
+                frame = pl.read_parquet(part).with_columns(pl.col("episode_id") + f"-r{k}")
+                if table == "episodes":
+                    frame = frame.with_columns(pl.col("seed") + 1000 * k)
+                frame.write_parquet(dest / table / part.name.replace("part-", f"part-r{k:03d}-"))
+    return dest
 
 
 def get(url: str) -> tuple[float, Any]:
@@ -89,9 +106,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("out", type=Path, help="a sweep's output dir")
     parser.add_argument("--episodes", type=int, default=50, help="random episodes to open after the first")
     parser.add_argument("--browser", action="store_true", help="also time the page in headless chromium")
+    parser.add_argument("--replicate", type=int, default=1, help="time a copy N times the size (temp dir)")
     args = parser.parse_args(argv)
+    if args.replicate > 1:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="view-bench-") as tmp:
+            args.out = replicate(args.out, args.replicate, Path(tmp))
+            measure(args)
+        return
+    measure(args)
+
+
+def measure(args: argparse.Namespace) -> None:
+    """Print the figures for `args.out`."""
     parts, episodes = rows_in(args.out / "episodes")
-    print(f"{args.out}: {episodes:,} episode rows, {rows_in(args.out / 'turns')[1]:,} turn rows, {parts} parts")
+    print(
+        f"{args.out}: {episodes:,} episode rows, {rows_in(args.out / 'turns')[1]:,} turn rows, {parts} parts"
+    )
     t_start = time.perf_counter()
     proc, url, ready = start_viewer(args.out)
     try:

@@ -131,10 +131,12 @@ def _check_pane(pane: Any, out: Path, eid: str) -> None:
         assert drawn == {f"{s + 1} → {t + 1}" for s, t in edges}
     for t in turns.iter_rows(named=True):
         cell = pane.find_element(By.CSS_SELECTOR, f'[data-turn="{t["round"]}-{t["agent"]}-{t["phase"]}"]')
-        assert _texts(cell, "[data-k=answer]") == [t["answer"] if t["answer"] is not None else "–"]
-        assert _texts(cell, "[data-k=confidence]") == [
-            str(t["confidence"]) if t["confidence"] is not None else "–"
-        ]
+        if t["phase"] == "critique" and t["answer"] is None:  # a critique without an answer shows none
+            assert _texts(cell, "[data-k=answer]") == _texts(cell, "[data-k=confidence]") == []
+        else:
+            assert _texts(cell, "[data-k=answer]") == [t["answer"] if t["answer"] is not None else "–"]
+            conf = t["confidence"]
+            assert _texts(cell, "[data-k=confidence]") == [str(conf) if conf is not None else "–"]
         assert _texts(cell, "[data-k=tokens]") == [str(t["prompt_tokens"] + t["completion_tokens"])]
     assert len(pane.find_elements(By.CSS_SELECTOR, "[data-turn]")) == turns.height
 

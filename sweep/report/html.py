@@ -19,7 +19,7 @@ body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1400p
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
 table { border-collapse: collapse; margin: .6em 0 1.2em; font-size: 12.5px; }
 th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: right; white-space: nowrap; }
-th { background: #f3f3f3; } td.t, th:first-child { text-align: left; }
+th { background: #f3f3f3; text-align: left; } td.t { text-align: left; }
 caption { text-align: left; font-weight: 600; padding: 4px 0; }
 figure { display: inline-block; margin: 0 1em 1em 0; vertical-align: top; }
 figure img { max-width: 100%; border: 1px solid #eee; } figcaption { font-size: 12px; color: #555; }

@@ -186,10 +186,11 @@
     const peers = t.sources.map((s) => s + 1).join(", ");
     const who = t.phase === "critique" ? `critiques ${peers}` : peers ? `saw ${peers}` : "";
     const verdicts = t.verdicts.length ? " · verdicts " + t.verdicts.map((v, i) => `${t.sources[i] + 1}:${v || "?"}`).join(" ") : "";
+    const said = t.phase === "critique" && t.answer === null ? [] :  // a critique need not answer
+      [el("b", { "data-k": "answer" }, fmt(t.answer)), " ", mark(t.correct), " conf ",
+        el("span", { "data-k": "confidence" }, fmt(t.confidence)), " · "];
     return el("div", { class: "turn", "data-turn": `${r.round}-${t.agent}-${t.phase}` },
-      el("span", { class: "phase" }, t.phase), " ",
-      el("b", { "data-k": "answer" }, fmt(t.answer)), " ", mark(t.correct), " conf ",
-      el("span", { "data-k": "confidence" }, fmt(t.confidence)), " · ",
+      el("span", { class: "phase" }, t.phase), " ", said,
       el("span", { "data-k": "tokens" }, String(t.prompt_tokens + t.completion_tokens)), " tok",
       t.parsed ? "" : el("span", { class: "bad" }, " · parse failed"), t.cache_hit ? " · cached" : "",
       who ? el("div", {}, who + verdicts) : null,
