@@ -182,7 +182,12 @@ def test_newer_columns_are_used_and_older_parts_still_read(sim_out: Path, tmp_pa
     derived = load_results([out]).episodes.filter(pl.col("method_spec") == spec)["method_label"][0]
     add_columns(
         newest,
-        {"method_label": (pa.string(), lambda r: "Stored label" if r["method_spec"] == spec else None)},
+        {
+            "method_label": (
+                pa.string(),
+                lambda r: "Stored label $\\frac{$ <b>" if r["method_spec"] == spec else None,
+            )
+        },
     )
     add_columns(out / "rounds" / newest.name, {
         "active": (pa.list_(pa.int32()), [0, 1]),
@@ -192,7 +197,9 @@ def test_newer_columns_are_used_and_older_parts_still_read(sim_out: Path, tmp_pa
     })  # fmt: skip
     results = load_results([out])
     labels = set(results.episodes["method_label"].to_list())
-    assert "Stored label" in labels and derived not in labels  # one label per method, older parts too
+    assert "Stored label $\\frac{$ <b>" in labels and derived not in labels  # one label per method, older parts too
+    report = build_report([out], out / "report")  # the label is drawn as text and written escaped
+    assert "Stored label $\\frac{$ &lt;b&gt;" in (report.report_dir / "index.html").read_text()
     t = build_tables(results)
     assert {"cost", "active_agents", "mean_edge_weight"} <= set(t.per_round.columns)
     assert t.per_round["active_agents"].drop_nulls().to_list() and set(
@@ -313,7 +320,11 @@ def test_build_report_leaves_the_old_report_when_writing_fails(
     [
         ("table_pear", "pear", ["mmlu_pro", "truthfulqa", "gsm8k", "math500"]),
         ("table_rumad", "rumad", ["mmlu ACC (%)", "mmlu TC (k/task)", "mmlu Saving", "gpqa_main ACC (%)"]),
-        ("table_cpp", "cpp", ["math500 Acc (%)", "math500 Cost", "gpqa_diamond Acc (%)", "gpqa_diamond Cost"]),
+        (
+            "table_cpp",
+            "cpp",
+            ["math500 Acc (%)", "math500 Cost", "gpqa_diamond Acc (%)", "gpqa_diamond Cost"],
+        ),
     ],
 )
 def test_the_papers_table_examples_print_in_their_layout(
@@ -330,5 +341,7 @@ def test_the_papers_table_examples_print_in_their_layout(
         mad = _row(t.summary, "fixed(topology=clique, prompt_style=rumad)")
         star = table.rows[1]
         assert table.rows[0][3] == "N/A" and mad["method_key"] == mad["reference"]
-        expected = _row(t.summary.filter(pl.col("dataset") == "mmlu"), "fixed(topology=star, prompt_style=rumad)")
+        expected = _row(
+            t.summary.filter(pl.col("dataset") == "mmlu"), "fixed(topology=star, prompt_style=rumad)"
+        )
         assert star[3] == f"{expected['tokens_pct_clique'] - 100:+.2f}%" and star[3].startswith("-")

@@ -39,6 +39,11 @@ def _integer_ticks() -> Any:
     return MaxNLocator(integer=True)
 
 
+def plain(label: str) -> str:
+    """A label drawn as written: '$' would start matplotlib's math mode (and fail when unbalanced)."""
+    return label.replace("$", r"\$")
+
+
 def slug(*parts: object) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", "__".join(map(str, parts))).strip("_")[:120]
 
@@ -57,7 +62,7 @@ def pareto_plot(rows: list[dict[str, Any]], title: str, path: Path) -> None:
         ax.errorbar(r[axis], r["accuracy_mean"], yerr=r["accuracy_std"] or 0, fmt="o" if r["pareto"] else "s",
                     color="C3" if r["pareto"] else "C0", capsize=3)  # fmt: skip
         ax.annotate(
-            r["method_label"],
+            plain(r["method_label"]),
             (r[axis], r["accuracy_mean"]),
             fontsize=7,
             xytext=(4, 4),
@@ -77,7 +82,7 @@ def _series(frame: pl.DataFrame, order: list[str], column: str) -> list[tuple[st
     for key in [k for k in order if k in set(frame["method_key"].to_list())]:
         mine = frame.filter((pl.col("method_key") == key) & pl.col(column).is_not_null()).sort("round")
         if mine.height:
-            out.append((mine["method_label"][0], mine["round"].to_list(), mine[column].to_list()))
+            out.append((plain(mine["method_label"][0]), mine["round"].to_list(), mine[column].to_list()))
     return out
 
 
@@ -152,8 +157,8 @@ def mcnemar_plot(
                     fontsize=6,
                     color="w" if grid[i][j] < 0.5 else "k",
                 )
-    ax.set_xticks(range(n), [labels[k] for k in keys], rotation=60, ha="right", fontsize=7)
-    ax.set_yticks(range(n), [labels[k] for k in keys], fontsize=7)
+    ax.set_xticks(range(n), [plain(labels[k]) for k in keys], rotation=60, ha="right", fontsize=7)
+    ax.set_yticks(range(n), [plain(labels[k]) for k in keys], fontsize=7)
     fig.colorbar(image, ax=ax, label="McNemar p (Holm)")
     ax.set_title(title, fontsize=9)
     _save(fig, path)
