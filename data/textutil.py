@@ -1,5 +1,5 @@
-"""Text helpers shared by the graders: bounded cuts, the last regex match, `\\boxed{}` contents, and
-the 'the answer is' phrase. Every regex here runs in linear time on hostile input."""
+"""Text helpers shared by the graders: bounded cuts, runaway continuations, the last regex match,
+`\\boxed{}` contents, and the 'the answer is' phrase. Every regex here runs in linear time on hostile input."""
 
 from __future__ import annotations
 
@@ -33,6 +33,28 @@ def clean(text: object) -> str:
     except UnicodeEncodeError:
         text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates become '?'
     return text
+
+
+# lm-eval stops a generation at "Question:" (gsm8k), "Q:" (gsm8k-cot), "Problem:" (minerva_math) and chat
+# end markers: what follows is the model inventing the next few-shot item, whose answer is not this one's.
+_RUNAWAY = re.compile(
+    r"(?m)^[ \t>*#]*(?:Question|Q|Problem)[ \t]*\d{0,3}[ \t]*:"
+    r"|<\|(?:im_start|im_end|endoftext|eot_id|end|user|assistant)\|>|</s>"
+)
+
+
+def cut_runaway(text: str) -> str:
+    """`text` up to its first runaway continuation: a line opening 'Question:', 'Q:' or 'Problem:', or a
+    chat end marker, once some text came before it (a reply may restate its question first)."""
+    for m in _RUNAWAY.finditer(text):
+        if text[: m.start()].strip():
+            return text[: m.start()]
+    return text
+
+
+def prepare(text: object) -> str:
+    """What every grader reads: `clean` (cut, storable), then `cut_runaway`."""
+    return cut_runaway(clean(text))
 
 
 def last_match(matches: Iterator[re.Match[str]]) -> re.Match[str] | None:
