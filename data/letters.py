@@ -16,7 +16,8 @@ from data.statements import Statement
 
 # After a bare "A"/"I", these words mean the letter is the subject ("A is correct"), not prose.
 _LETTER_VERBS = frozenset(
-    {"is", "was", "seems", "appears", "and", "or", "because", "since", "looks", "would", "should", "fits"}
+    {"is", "was", "seems", "appears", "and", "or", "nor", "but", "because", "since", "looks", "would", "should"}
+    | {"fits", "fails", "are", "were", "has"}
 )
 _WORD_AFTER = re.compile(r"[ \t]+([a-z]+)")
 _AFTER_PHRASE = re.compile(
@@ -45,6 +46,10 @@ _POSITIVE = [
     ),
     re.compile(rf"(?i:\bmy\s+(?:final\s+)?(?:choice|pick|selection)\s+is\s+){_LIST}"),
     re.compile(rf"(?i:\bit(?:['’]s|\s+is|\s+must\s+be|\s+should\s+be)\s+){_LIST}(?=\s*(?:[.,;:!)]|$))"),
+    re.compile(
+        rf"(?i:\b(?:so|thus|therefore|hence)\b[,:]?\s+(?:(?:it['’]s|it\s+is|we\s+get|I\s+get|we\s+have)\s+)?)"
+        rf"{_LIST}(?=\s*(?:[.!)]|$))"
+    ),
 ]
 _NEGATIVE = [
     re.compile(rf"{_LIST}\s+{_BE}\s+{_ADVERB}{_BAD}"),
@@ -53,7 +58,7 @@ _NEGATIVE = [
         rf"(?i:\b(?:eliminate|eliminating|rule\s+out|ruling\s+out|exclude|excluding|discard|reject|rejecting)"
         rf"\s+){_LIST}"
     ),
-    re.compile(rf"(?i:\bnot\s+){_LIST}"),
+    re.compile(rf"(?i:\b(?:not|neither|nor)\s+){_LIST}"),
 ]
 _TOKEN = re.compile(r"[(\[]?([A-Za-z])[)\]]?$")
 _SEVERAL = re.compile(

@@ -30,6 +30,12 @@ def read_math(output: object, nested: bool = False) -> Read:
     'ambiguous')."""
     text = prepare(output)
     found = statements(text)
+    denials = [s for s in found if s.negated and s.kind == "phrase"]
+    if denials:  # 'The answer is not $5$; it is $6$': what follows the last denial may answer
+        after, reason = _after_denial(text, denials[-1])
+        if after is not None or reason == AMBIGUOUS:
+            denied = after is not None and _denied(after, denials)
+            return (None, AMBIGUOUS) if denied else (after, reason)
     for index in range(len(found) - 1, -1, -1):
         chosen = found[index]
         if chosen.negated:
@@ -39,10 +45,10 @@ def read_math(output: object, nested: bool = False) -> Read:
             continue  # it holds no answer: an earlier statement may
         if answer is None or _competes(text, found[:index], chosen, answer):
             return None, AMBIGUOUS
-        if _revoked(text, found[index + 1 :], chosen, answer):
+        if _denied(answer, [d for d in denials if d.start > chosen.start]) or _revised(text, chosen, answer):
             return None, AMBIGUOUS
         return answer, ""
-    if any(s.negated for s in found):
+    if denials:
         return None, AMBIGUOUS  # 'the answer is not $5$' and nothing else
     return _unmarked(text)
 
@@ -75,13 +81,34 @@ def _competes(text: str, earlier: list[Statement], chosen: Statement, answer: st
     return False
 
 
-def _revoked(text: str, later: list[Statement], chosen: Statement, answer: str) -> bool:
-    """Whether a later statement denies `answer`, or a correction right after it gives another."""
-    for statement in later:
-        if statement.negated and statement.kind == "phrase":
-            denied, _ = clause_answer(statement.body.lstrip(" *:").removeprefix("not").lstrip())
-            if denied is not None and same_answer(denied, answer):
-                return True
+def _denied_item(denial: Statement) -> tuple[str | None, int]:
+    """The answer a denial denies ('the answer is not $5$' -> '5') and where it ends in the denial's body."""
+    body = denial.body
+    found = spans(body)
+    number = NUMBER.search(masked(body, found))
+    first = min(
+        [(s.start, s.end, s.content) for s in found[:1]] + ([(number.start(), number.end(), number[0])] if number else []),
+        default=None,
+    )
+    return (first[2].strip(), first[1]) if first is not None else (None, 0)
+
+
+def _after_denial(text: str, denial: Statement) -> Read:
+    """What the text after a denial's denied answer commits to ('...; it is $6$'), if it holds math."""
+    denied, end = _denied_item(denial)
+    if denied is None:
+        return None, NO_ANSWER
+    rest = text[denial.end + end :]
+    return _unmarked(rest, short=False)
+
+
+def _denied(answer: str, denials: list[Statement]) -> bool:
+    """Whether one of `denials` denies `answer`."""
+    return any((d := _denied_item(denial)[0]) is not None and same_answer(d, answer) for denial in denials)
+
+
+def _revised(text: str, chosen: Statement, answer: str) -> bool:
+    """Whether a correction right after the answer gives another one ('Wait, no, $6$')."""
     window = text[chosen.end : chosen.end + _REVISION_WINDOW]
     for cue in REVISION.finditer(window):
         rest = window[cue.end() :]
@@ -93,7 +120,7 @@ def _revoked(text: str, later: list[Statement], chosen: Statement, answer: str) 
     return False
 
 
-def _unmarked(text: str) -> Read:
+def _unmarked(text: str, short: bool = True) -> Read:
     """No statement: the last sentence that holds math commits to it; else a short one-line reply is
     its own answer when it is math or one word ('\\pi', 'Evelyn'), and prose is no answer."""
     found = spans(text)
@@ -102,6 +129,6 @@ def _unmarked(text: str) -> Read:
         if any(start <= s.start < end for s in found) or NUMBER.search(plain, start, end):
             return clause_answer(text[start:])
     stripped = text.strip()
-    if stripped and "\n" not in stripped and len(stripped) <= MAX_ANSWER_CHARS:
+    if short and stripped and "\n" not in stripped and len(stripped) <= MAX_ANSWER_CHARS:
         return clause_answer(stripped)
     return None, NO_ANSWER

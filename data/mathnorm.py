@@ -28,7 +28,7 @@ _GROUPED_COMMA = re.compile(r"\{\s*,\s*\}")  # '14{,}916'
 _FRAC_KIND = re.compile(r"\\[dtc]frac(?![A-Za-z])")
 _TEXT_OPEN = re.compile(r"\\(?:text|textbf|textrm|textit|textnormal|mathrm|mbox|operatorname)\s*\{")
 _UNIT_TAIL = re.compile(
-    r"(?<=\S)\s*\\(?:text|textnormal|textrm|mbox|mathrm)\s*\{\s*[A-Za-z][A-Za-z .]{0,30}\}(?:\^\{?[23]\}?)?\s*$"
+    r"(?<=\S)\s*\\(?:text|textnormal|textrm|textbf|textit|mbox|mathrm)\s*\{\s*[A-Za-z][A-Za-z .]{0,30}\}(?:\^\{?[23]\}?)?\s*$"
 )
 _RELATIONS = tuple(
     (re.compile(rf"\\{op}q?(?![A-Za-z])"), rf"\\{op}") for op in ("le", "ge", "ne")
@@ -37,6 +37,8 @@ _SPACE = re.compile(r"(\\[A-Za-z]+)\s+(?=[A-Za-z])|\s+")
 _SHORT_ARG = re.compile(r"\\(frac|sqrt)(?![A-Za-z])\s*([0-9A-Za-z])(?:\s*([0-9A-Za-z]))?")
 _SHORT_DENOMINATOR = re.compile(r"(\\frac\{[^{}]{1,40}\})([0-9A-Za-z])")
 _ASSIGNED = re.compile(r"^[A-Za-z](?:_\{?[0-9A-Za-z]\}?)?=(?!=)")
+_VARIABLE = re.compile(r"[A-Za-z]")
+_MACRO_NAME = re.compile(r"\\[A-Za-z]+")
 _LETTER_ANSWER = re.compile(r"\(([A-Z])\)")
 _RATIONAL = re.compile(
     r"(?P<sign>-?)(?:(?P<whole>[0-9]{1,30})?\\frac\{(?P<fs>-?)(?P<fn>[0-9]{1,30})\}\{(?P<fd>[0-9]{1,30})\}"
@@ -81,7 +83,9 @@ def normalize(answer: str) -> str:
         text = pattern.sub(spelling, text)
     text = _SPACE.sub(lambda m: m[1] + " " if m[1] else "", text.strip())
     text = _SHORT_DENOMINATOR.sub(r"\1{\2}", _SHORT_ARG.sub(_braced_args, text))
-    text = _ASSIGNED.sub("", text).rstrip(".")
+    if (assigned := _ASSIGNED.match(text)) is not None and not _VARIABLE.search(_MACRO_NAME.sub("", text[assigned.end() :])):
+        text = text[assigned.end() :]  # 'x=5' is 5; 'y=2x+3' stays an equation
+    text = text.rstrip(".")
     if (letter := _LETTER_ANSWER.fullmatch(text)) is not None:
         text = letter[1]
     return text

@@ -118,6 +118,8 @@ def _items_answer(clause: str, found: list[Span], plain: str, lead: int = 0) -> 
     if not found and not _PROSE_WORD.search(_MACRO.sub(" ", plain)):
         opening = _OPENING_WORD.match(clause)
         bare = clause[opening.end() if opening else 0 :].strip().rstrip(".").strip()
+        if "\\boxed" in bare or "\\fbox" in bare:
+            return None, NO_ANSWER  # an empty box
         if _MATHY.search(bare) or re.fullmatch(r"[A-Za-z]{1,2}", bare):
             return (bare, "") if bare.casefold() not in _REFUSALS else (None, NO_ANSWER)
     if len(items) == 1:

@@ -18,6 +18,8 @@ AMBIGUOUS = "ambiguous"  # the reason a clause naming several numbers gives no a
 NO_ANSWER = "no answer"
 
 _MINUS = str.maketrans({"\u2212": "-", "\ufe63": "-", "\uff0d": "-", "\u2013": "-", "\u00d7": "*", "\u00f7": "/"})
+_THIN_THOUSANDS = re.compile(r"(?<=[0-9])[\u00a0\u2009\u202f](?=[0-9]{3}(?![0-9]))")  # '1\u202f000'
+
 _LATEX_FRAC = re.compile(r"\\[dtc]?frac\s*\{\s*(-?[0-9]{1,60})\s*\}\s*\{\s*([0-9]{1,60})\s*\}")
 _SPELLING = re.compile(r"\\\$|\\%|\{,\}|\\,|\\!|\\times|\\cdot|\\div|\\left|\\right")
 _SPELLED = {"\\$": "$", "\\%": "%", "{,}": ",", "\\,": ",", "\\!": "", "\\times": "*", "\\cdot": "*", "\\div": "/"}
@@ -40,8 +42,10 @@ _OPERATION = re.compile(
 _ALTERNATIVE = re.compile(
     r"(?i)[ \t]*(?:,|;|/|\bor\b|\band\b|\bto\b|\bnor\b|\bvs\.?|\bversus\b)[ \t]*"
     r"(?:(?:maybe|perhaps|possibly|probably|even|else)\s+)?\$?[ \t]*[-+]?\.?[0-9]"
+    r"|[ \t][0-9]{3}(?![0-9.,])|[ \t]+[0-9]+/[0-9]"  # '1 234' and '3 1/2' are not the 1 and 3 they start with
 )
 _RESULT = re.compile(r"=|≈|\\approx")
+_SIDE_BY_SIDE = re.compile(r"[0-9][ \t]\Z")  # '1 234', '3 1/2' read from their last number
 _CLAUSE_END = re.compile(r"[.!?](?=\s|$)|\n|;")
 _NOT_BEFORE = re.compile(r"(?i)\b(?:not|never|isn['’]t|aren['’]t|nor)\s+(?:\S+\s+)?\Z")
 
@@ -49,7 +53,7 @@ _NOT_BEFORE = re.compile(r"(?i)\b(?:not|never|isn['’]t|aren['’]t|nor)\s+(?:\
 def spell_plainly(text: str) -> str:
     """Undo the spellings that hide plain numbers: unicode minus and times, LaTeX fractions, `\\$`,
     `{,}` and `\\!` inside numbers, `\\times`."""
-    text = _LATEX_FRAC.sub(r"\1/\2", text.translate(_MINUS))
+    text = _THIN_THOUSANDS.sub("", _LATEX_FRAC.sub(r"\1/\2", text.translate(_MINUS)))
     return _SPELLING.sub(lambda m: _SPELLED.get(m[0], ""), text)
 
 
@@ -115,7 +119,7 @@ def committed(clause: str, m: re.Match[str], depth: int = 0) -> tuple[str | None
         return read_leading(clause[results[-1].end() :], depth + 1)
     if _ALTERNATIVE.match(clause, m.end()) or _ALTERNATIVE_BEFORE.search(clause, 0, m.start()):
         return None, AMBIGUOUS
-    if _NOT_BEFORE.search(clause, max(0, m.start() - 30), m.start()):
+    if _NOT_BEFORE.search(clause, max(0, m.start() - 30), m.start()) or _SIDE_BY_SIDE.search(clause, 0, m.start()):
         return None, AMBIGUOUS
     number = value(m)
     return (None, AMBIGUOUS) if number is None else (format_fraction(number), "")

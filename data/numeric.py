@@ -29,8 +29,9 @@ from data.numbers import (
     numbers,
     read_leading,
     spell_plainly,
+    value,
 )
-from data.statements import REVISION, Statement, statements
+from data.statements import MOVES_ON, REVISION, Statement, statements
 from data.textutil import prepare
 from data.types import AnswerKind, Verdict
 
@@ -45,6 +46,9 @@ _META = re.compile(
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
 _CLOSING = re.compile(r"[\s.,!?;:*_`'\")\]}$%]*")
 _RESULT = re.compile(r"=|≈|\\approx")
+_CONCLUSION = re.compile(
+    r"(?i)(?:,|\b)\s*(?:so|thus|therefore|hence|which\s+means|meaning|giving|making|that\s+is|i\.e\.)\b[,:]?"
+)
 _LIST = re.compile(r"\s*\[\s*[\"']?[-+$.0-9]")  # '[4, 2]', or the '[4' a broken JSON reply leaves
 _REVISION_WINDOW = 160  # how far after an answer a correction ('Wait, no, 20') is looked for
 
@@ -56,6 +60,11 @@ def read_number(output: object, nested: bool = False) -> Read:
     if _LIST.match(text):
         return None, AMBIGUOUS
     found = statements(text)
+    denials = [s for s in found if s.negated and s.kind == "phrase"]
+    if denials:  # 'The answer isn't 20, it's 18': what follows the last denial may answer
+        after, reason = _after_denial(text, denials[-1])
+        if after is not None or reason == AMBIGUOUS:
+            return (None, AMBIGUOUS) if after is not None and _denied(after, denials) else (after, reason)
     for index in range(len(found) - 1, -1, -1):
         chosen = found[index]
         if chosen.negated:
@@ -63,12 +72,51 @@ def read_number(output: object, nested: bool = False) -> Read:
         answer, reason = _read_statement(chosen, nested)
         if answer is None and reason != AMBIGUOUS:
             continue  # it holds no number ('The answer is below'): an earlier statement may
-        if answer is None or _revoked(text, found[index + 1 :], chosen, answer):
+        if answer is None or _competes(text, found[:index], chosen, answer):
+            return None, AMBIGUOUS
+        if _denied(answer, [d for d in denials if d.start > chosen.start]) or _revised(text, chosen, answer):
             return None, AMBIGUOUS
         return answer, ""
-    if any(s.negated for s in found):
+    if denials:
         return None, AMBIGUOUS  # 'The answer is not 18' and nothing else
     return _last_sentence(text)
+
+
+def _after_denial(text: str, denial: Statement) -> Read:
+    """What the text after a denial's denied number commits to ('..., it's 18'), if it names a number."""
+    denied = NUMBER.search(denial.body)
+    if denied is None:
+        return None, NO_ANSWER
+    rest = text[denial.end + denied.end() :]
+    return _last_sentence(rest) if NUMBER.search(rest) else (None, NO_ANSWER)
+
+
+def _denied(answer: str, denials: list[Statement]) -> bool:
+    """Whether one of `denials` ('the answer is not 18') denies `answer`."""
+    for denial in denials:
+        denied = NUMBER.search(denial.body)
+        value = denied is not None and _value_text(denied)
+        if value and Fraction(value) == Fraction(answer):
+            return True
+    return False
+
+
+def _value_text(m: re.Match[str]) -> str | None:
+    number = value(m)
+    return None if number is None else format_fraction(number)
+
+
+def _competes(text: str, earlier: list[Statement], chosen: Statement, answer: str) -> bool:
+    """Whether the nearest earlier box gives another number, with no words between that move on."""
+    if chosen.kind != "boxed":
+        return False
+    for statement in reversed(earlier):
+        if statement.kind == "boxed":
+            other, _ = _read_statement(statement, nested=True)
+            if other is None or Fraction(other) == Fraction(answer):
+                return False
+            return MOVES_ON.search(text, statement.end, chosen.start) is None
+    return False
 
 
 def _read_statement(statement: Statement, nested: bool) -> Read:
@@ -95,13 +143,8 @@ def _read_clause(clause: str) -> Read:
     return _sentence_answer(clause)
 
 
-def _revoked(text: str, later: list[Statement], chosen: Statement, answer: str) -> bool:
-    """Whether a later statement denies `answer`, or a correction right after it names another number."""
-    for statement in later:
-        if statement.negated and statement.kind == "phrase":
-            denied, _ = read_leading(re.sub(r"(?i)^[\s*:]*(?:\w+\s+)?(?:not|never)\b", "", statement.body))
-            if denied is not None and Fraction(denied) == Fraction(answer):
-                return True
+def _revised(text: str, chosen: Statement, answer: str) -> bool:
+    """Whether a correction right after the answer names another number ('Wait, no, 20')."""
     window = text[chosen.end : chosen.end + _REVISION_WINDOW]
     for cue in REVISION.finditer(window):
         other, _ = read_leading(clause_at(window, cue.end()))
@@ -122,7 +165,11 @@ def _last_sentence(text: str) -> Read:
 
 
 def _sentence_answer(sentence: str) -> Read:
-    """The result after the sentence's last '=', else its only number, else a number that ends it."""
+    """What a sentence commits to: that of its last clause after 'so'/'thus'/'which means' when that
+    clause has a number; else the result after its last '=', its only number, or a number that ends it."""
+    conclusions = list(_CONCLUSION.finditer(sentence))
+    if conclusions and NUMBER.search(sentence, conclusions[-1].end()):
+        sentence = sentence[conclusions[-1].end() :]
     results = list(_RESULT.finditer(sentence))
     if results:
         return read_leading(sentence[results[-1].end() :])
