@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from data.graded import AMBIGUOUS, NO_ANSWER
 from data.mathnorm import MAX_ANSWER_CHARS, same_answer
 from data.mathspans import clause_answer, masked, sentence_items, spans
@@ -125,8 +127,10 @@ def _unmarked(text: str, short: bool = True) -> Read:
     its own answer when it is math or one word ('\\pi', 'Evelyn'), and prose is no answer."""
     found = spans(text)
     plain = masked(text, found)
+    starts = [s.start for s in found]
     for start, end in reversed(sentence_items(text)):
-        if any(start <= s.start < end for s in found) or NUMBER.search(plain, start, end):
+        first = bisect_left(starts, start)
+        if (first < len(starts) and starts[first] < end) or NUMBER.search(plain, start, end):
             return clause_answer(text[start:])
     stripped = text.strip()
     if short and stripped and "\n" not in stripped and len(stripped) <= MAX_ANSWER_CHARS:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from data.graded import AMBIGUOUS, NO_ANSWER
 from data.numbers import NUMBER
+from data.textutil import last_match
 
 MAX_SPANS = 400
 _OPENER = re.compile(r"\\\\|\\\$|\$\$|\$|\\\(|\\\[")
@@ -110,9 +111,10 @@ def _items_answer(clause: str, found: list[Span], plain: str, lead: int = 0) -> 
         [(s.start, s.end, s.content.strip()) for s in found]
         + [(m.start(), m.end(), m[0].strip()) for m in NUMBER.finditer(plain)],
     )
-    copulas = [c for c in _COPULA.finditer(plain) if any(i[0] >= c.end() for i in items)]
-    if copulas and (found or _PROSE_WORD.search(_MACRO.sub(" ", plain))):
-        return _item_run(clause, [i for i in items if i[0] >= copulas[-1].end()]), ""
+    last_item = items[-1][0] if items else -1
+    copula = last_match(c for c in _COPULA.finditer(plain, 0, max(0, last_item)) if c.end() <= last_item)
+    if copula is not None and (found or _PROSE_WORD.search(_MACRO.sub(" ", plain))):
+        return _item_run(clause, [i for i in items if i[0] >= copula.end()]), ""
     if found and found[0].start == lead:
         return _item_run(clause, items), ""
     if not found and not _PROSE_WORD.search(_MACRO.sub(" ", plain)):
