@@ -6,8 +6,9 @@ The policy (the README's "Benchmarks and graders" has it in prose):
 2. Else the *last* positive statement: an answer phrase or JSON `answer` ('The answer is (C)',
    `{"answer": "b"}`), `\\boxed{C}`, 'the correct option is C', 'Option C is correct', "I'd go with C",
    "it's C". It is void when it names several letters ('B or C', '(B) and (D)', a JSON list), when a later
-   statement rules its letter out ('C is wrong'), or when a correction right after it names another
-   ('The answer is B. Wait, no, C.'); a letter outside the options voids it too.
+   statement rules its letter out ('C is wrong'); a correction right after it names another letter
+   instead ('The answer is B. Wait, no, C.' is C; after 'actually' or 'rather' it is void). A letter
+   outside the options is no answer either.
 3. Without a positive statement: a last line that is only a letter, or an option's text; else the one
    letter the text mentions without ruling it out. An option-by-option walkthrough, 'A is wrong', 'B or
    C' and 'Between A and B' commit to no single letter: unparsable.
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 
 from data.graded import AMBIGUOUS, NO_ANSWER, REFUSED, Graded
 from data.letters import Mention, is_prose, prose_mentions, revision_letter, statement_mention
-from data.statements import REVISION, statements
+from data.statements import REVISION, SELF_CORRECTION, statements, unquoted
 from data.textutil import boxed_contents, prepare
 from data.types import AnswerKind, Verdict
 
@@ -70,9 +71,10 @@ def read_choice(output: object, n_choices: int = 4, choices: Sequence[str] = ())
     positive = [m for m in mentions if m.positive]
     if positive:
         return _final(text, positive[-1], mentions, valid)
-    if options and (by_text := _option_by_text(_last_line(text), options)) is not None:
+    rest = unquoted(text, found)  # 'Agent 2's answer is B' names no letter of this reply's
+    if options and (by_text := _option_by_text(_last_line(rest), options)) is not None:
         return (by_text, "") if by_text else (None, AMBIGUOUS)
-    return _fallback(text, mentions, valid)
+    return _fallback(rest, mentions, valid)
 
 
 def _final(text: str, chosen: Mention, mentions: list[Mention], valid: str) -> Read:
@@ -89,7 +91,8 @@ def _final(text: str, chosen: Mention, mentions: list[Mention], valid: str) -> R
     for cue in REVISION.finditer(window):
         other = revision_letter(window, cue.end(), valid)
         if other is not None and other != letter:
-            return None, AMBIGUOUS
+            outright = SELF_CORRECTION.match(cue[0]) is not None and other != "?"
+            return (other, "") if outright else (None, AMBIGUOUS)  # 'Wait, no, C.' is C
     return letter, ""
 
 

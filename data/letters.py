@@ -21,7 +21,8 @@ _LETTER_VERBS = frozenset(
 )
 _WORD_AFTER = re.compile(r"[ \t]+([a-z]+)")
 _AFTER_PHRASE = re.compile(
-    r"(?i)[\s:*\"'=]*(?:(?:option|choice|letter)\b[\s:*]*)?"
+    r"(?i)[\s:*\"'=]*(?:(?:clearly|definitely|certainly|probably|likely|obviously|indeed|actually|most\s+likely)\s+)?"
+    r"(?:(?:option|choice|letter)\b[\s:*]*)?"
     r"(?P<open>[(\[{])?\**(?P<letter>[a-z])\**(?P<close>[)\]}])?(?![a-z0-9'’])"
 )
 _SET_OFF_AFTER = frozenset(("", ".", ",", ";", ":", "\n", "*", '"', "'", ")", "!"))
@@ -103,6 +104,8 @@ def letter_at(text: str, start: int, valid: str) -> tuple[str | None, int]:
 
 def statement_mention(text: str, statement: Statement, valid: str) -> Mention | None:
     """What an answer statement says about the options: its letter (or letters), picked or ruled out."""
+    if statement.kind == "quoted":
+        return None
     if statement.kind == "boxed":
         found = {_whole(part) for part in statement.parts} - {None}
         picked = tuple(sorted(str(letter) for letter in found))
@@ -150,6 +153,10 @@ def _is_option_word(listed: str, token: re.Match[str]) -> bool:
 
 
 def revision_letter(text: str, start: int, valid: str) -> str | None:
-    """The option letter a correction at `start` names ('no, C'), if any."""
-    letter, _ = letter_at(text, start, valid)
-    return letter or None
+    """The option letter a correction at `start` names ('no, C'): None if none, '?' if several ('no, C
+    or D') or one outside the options."""
+    letter, end = letter_at(text, start, valid)
+    if letter is None:
+        return None
+    several = _SEVERAL.match(text, end)
+    return "?" if not letter or several is not None and several["letter"].upper() in valid else letter

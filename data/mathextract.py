@@ -7,7 +7,8 @@
    follows its last 'is' ('Final Answer: The largest $n$ is 34' is 34), else to its only item.
 3. Two separate boxes with different answers are two answers, unless words between them move on
    ('wait', 'so', 'therefore', 'the answer'): then the later one. A later statement that denies the
-   answer ('the answer is not $5$'), or a correction right after it ('Wait, no, $6$'), voids it.
+   answer ('the answer is not $5$') voids it; a correction right after it replaces it when it says so
+   outright ('Wait, no, $6$' is 6), and voids it after 'actually' or 'rather'.
 4. Without statements: a short one-line reply is its own answer ('\\frac{1}{2}', 'Evelyn'; prose such as
    'no answer here' is none); else the last sentence that holds math commits to it as a clause does.
 """
@@ -20,7 +21,7 @@ from data.graded import AMBIGUOUS, NO_ANSWER
 from data.mathnorm import MAX_ANSWER_CHARS, same_answer
 from data.mathspans import clause_answer, masked, sentence_items, spans
 from data.numbers import NUMBER
-from data.statements import MOVES_ON, REVISION, Statement, statements
+from data.statements import MOVES_ON, REVISION, SELF_CORRECTION, Statement, statements, unquoted
 from data.textutil import prepare
 
 Read = tuple[str | None, str]
@@ -40,19 +41,19 @@ def read_math(output: object, nested: bool = False) -> Read:
             return (None, AMBIGUOUS) if denied else (after, reason)
     for index in range(len(found) - 1, -1, -1):
         chosen = found[index]
-        if chosen.negated:
+        if chosen.negated or chosen.kind == "quoted":
             continue
         answer, reason = _read_statement(chosen, nested)
         if answer is None and reason != AMBIGUOUS:
             continue  # it holds no answer: an earlier statement may
         if answer is None or _competes(text, found[:index], chosen, answer):
             return None, AMBIGUOUS
-        if _denied(answer, [d for d in denials if d.start > chosen.start]) or _revised(text, chosen, answer):
+        if _denied(answer, [d for d in denials if d.start > chosen.start]):
             return None, AMBIGUOUS
-        return answer, ""
+        return _revision(text, chosen, answer) or (answer, "")
     if denials:
         return None, AMBIGUOUS  # 'the answer is not $5$' and nothing else
-    return _unmarked(text)
+    return _unmarked(unquoted(text, found))
 
 
 def _read_statement(statement: Statement, nested: bool) -> Read:
@@ -109,8 +110,9 @@ def _denied(answer: str, denials: list[Statement]) -> bool:
     return any((d := _denied_item(denial)[0]) is not None and same_answer(d, answer) for denial in denials)
 
 
-def _revised(text: str, chosen: Statement, answer: str) -> bool:
-    """Whether a correction right after the answer gives another one ('Wait, no, $6$')."""
+def _revision(text: str, chosen: Statement, answer: str) -> Read | None:
+    """A correction right after the answer that gives another: that answer when the correction says so
+    outright ('Wait, no, $6$'), else no answer; None when there is no such correction."""
     window = text[chosen.end : chosen.end + _REVISION_WINDOW]
     for cue in REVISION.finditer(window):
         rest = window[cue.end() :]
@@ -118,8 +120,8 @@ def _revised(text: str, chosen: Statement, answer: str) -> bool:
             continue  # 'Actually, let me check': no new answer right there
         other, _ = clause_answer(rest)
         if other is not None and not same_answer(other, answer):
-            return True
-    return False
+            return (other, "") if SELF_CORRECTION.match(cue[0]) is not None else (None, AMBIGUOUS)
+    return None
 
 
 def _unmarked(text: str, short: bool = True) -> Read:

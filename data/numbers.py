@@ -32,21 +32,28 @@ NUMBER = re.compile(
 )
 _LEAD = re.compile(  # what may come before the number a clause commits to
     r"(?i)(?:[\s*_:\"'`(\[{$~≈=]|\\\(|\\\[|\\boxed\s*\{|\\text\w*\s*\{|\\mathbf\s*\{"
-    r"|\b(?:approximately|approx|about|around|roughly|exactly|precisely|just|only|simply|then|so|now"
+    r"|\b(?:approximately|approx|about|around|roughly|exactly|precisely|just|only|simply|then|so|now|clearly"
+    r"|definitely|certainly|probably|likely|indeed|actually"
     r"|a\s+total\s+of|in\s+total|total(?:\s+of)?|equal\s+to|equals|of)\b\.?"
     r"|\b[a-z](?:_\{?\w{1,3}\}?)?\s*=)*"
 )
 _OPERATION = re.compile(
-    r"[ \t]*\)?[ \t]*(?:[-+*/^]|\bx\b|\\times|\\cdot|\\div)[ \t]*\(?[ \t]*\$?[ \t]*[-+]?\.?[0-9]"
+    r"(?i)[ \t]*%?[ \t]*\)?[ \t]*(?:[-+*/^]|\bx\b|\\times|\\cdot|\\div|\btimes\b|\bplus\b|\bminus\b|\bof\b"
+    r"|\b(?:divided|multiplied)\s+by\b)[ \t]*\(?[ \t]*\$?[ \t]*[-+]?\.?[0-9]"
+)
+# '3 more than 15': the number is one side of a comparison, not the answer.
+_COMPARISON = re.compile(
+    r"(?i)[ \t]*%?[ \t]*(?:\w+[ \t]+)?(?:more|less|fewer|greater|smaller|larger|bigger|higher|lower|older|younger)"
+    r"[ \t]+than\b|[ \t]*times[ \t]+(?:as|more|less)\b"
 )
 _ALTERNATIVE = re.compile(
     r"(?i)[ \t]*(?:,|;|/|\bor\b|\band\b|\bto\b|\bnor\b|\bvs\.?|\bversus\b)[ \t]*"
     r"(?:(?:maybe|perhaps|possibly|probably|even|else)\s+)?\$?[ \t]*[-+]?\.?[0-9]"
     r"|[ \t][0-9]{3}(?![0-9.,])|[ \t]+[0-9]+/[0-9]"  # '1 234' and '3 1/2' are not the 1 and 3 they start with
 )
-_RESULT = re.compile(r"=|≈|\\approx")
+RESULT = re.compile(r"(?i)=|≈|\\approx|\bwhich\s+(?:is|equals|gives|makes)\b|\bthat\s+is\b|\bi\.e\.")
 _SIDE_BY_SIDE = re.compile(r"[0-9][ \t]\Z")  # '1 234', '3 1/2' read from their last number
-_CLAUSE_END = re.compile(r"[.!?](?=\s|$)|\n|;")
+_CLAUSE_END = re.compile(r"(?<!i\.e)(?<!e\.g)[.!?](?=\s|$)|\n|;")  # 'i.e. 18' goes on
 _NOT_BEFORE = re.compile(r"(?i)\b(?:not|never|isn['’]t|aren['’]t|nor)\s+(?:\S+\s+)?\Z")
 
 
@@ -112,8 +119,8 @@ def read_leading(clause: str, depth: int = 0) -> tuple[str | None, str]:
 def committed(clause: str, m: re.Match[str], depth: int = 0) -> tuple[str | None, str]:
     """The number `m` in `clause` as the clause's answer, unless what follows makes it a step of a
     calculation (then the result after the last '=') or one of several answers."""
-    if _OPERATION.match(clause, m.end()):
-        results = list(_RESULT.finditer(clause, m.end()))
+    if _OPERATION.match(clause, m.end()) or _COMPARISON.match(clause, m.end()):
+        results = list(RESULT.finditer(clause, m.end()))
         if not results or depth >= 2:
             return None, AMBIGUOUS  # an expression without its result: never evaluated here
         return read_leading(clause[results[-1].end() :], depth + 1)

@@ -7,8 +7,9 @@ The policy (the README's "Benchmarks and graders" has it in prose):
    '####', 'the answer is' / 'Answer:' / 'Final Answer', or a JSON `answer` field. In a statement the
    number must come first ('The answer is 4 + 3 = 7' is 7); else the statement's clause must name one
    number. A statement naming several ('18 or 20', '4, 2, 1', a JSON list) gives no answer.
-3. An answer is void when a later statement denies it ('the answer is not 18') or a correction right
-   after it names another ('The answer is 18. Wait, no, 20.').
+3. An answer is void when a later statement denies it ('the answer is not 18'); a correction right
+   after it replaces it when it says so outright and names one number ('The answer is 18. Wait, no,
+   20.' is 20), and voids it otherwise ('The answer is 18. Actually, 3 of them are left').
 4. Without statements: the last sentence with a number must commit to one (the result after its last
    '=', its only number, or a number that ends it); 'She sold 72 clips in 2 months.' commits to none.
 """
@@ -31,7 +32,7 @@ from data.numbers import (
     spell_plainly,
     value,
 )
-from data.statements import MOVES_ON, REVISION, Statement, statements
+from data.statements import MOVES_ON, REVISION, SELF_CORRECTION, Statement, statements, unquoted
 from data.textutil import prepare
 from data.types import AnswerKind, Verdict
 
@@ -67,19 +68,19 @@ def read_number(output: object, nested: bool = False) -> Read:
             return (None, AMBIGUOUS) if after is not None and _denied(after, denials) else (after, reason)
     for index in range(len(found) - 1, -1, -1):
         chosen = found[index]
-        if chosen.negated:
+        if chosen.negated or chosen.kind == "quoted":
             continue
         answer, reason = _read_statement(chosen, nested)
         if answer is None and reason != AMBIGUOUS:
             continue  # it holds no number ('The answer is below'): an earlier statement may
         if answer is None or _competes(text, found[:index], chosen, answer):
             return None, AMBIGUOUS
-        if _denied(answer, [d for d in denials if d.start > chosen.start]) or _revised(text, chosen, answer):
+        if _denied(answer, [d for d in denials if d.start > chosen.start]):
             return None, AMBIGUOUS
-        return answer, ""
+        return _revision(text, chosen, answer) or (answer, "")
     if denials:
         return None, AMBIGUOUS  # 'The answer is not 18' and nothing else
-    return _last_sentence(text)
+    return _last_sentence(unquoted(text, found))
 
 
 def _after_denial(text: str, denial: Statement) -> Read:
@@ -143,14 +144,24 @@ def _read_clause(clause: str) -> Read:
     return _sentence_answer(clause)
 
 
-def _revised(text: str, chosen: Statement, answer: str) -> bool:
-    """Whether a correction right after the answer names another number ('Wait, no, 20')."""
+def _revision(text: str, chosen: Statement, answer: str) -> Read | None:
+    """A correction right after the answer that names another number: that number when the correction
+    says so outright and names nothing else ('Wait, no, 20.'), else no answer ('Actually, 3 of them...');
+    None when there is no such correction."""
     window = text[chosen.end : chosen.end + _REVISION_WINDOW]
     for cue in REVISION.finditer(window):
-        other, _ = read_leading(clause_at(window, cue.end()))
-        if other is not None and Fraction(other) != Fraction(answer):
-            return True
-    return False
+        clause = clause_at(window, cue.end())
+        other, reason = read_leading(clause)
+        if reason == AMBIGUOUS:
+            return None, AMBIGUOUS  # 'Wait, no, 20 or 21'
+        if other is None or Fraction(other) == Fraction(answer):
+            continue
+        lead = NUMBER.search(clause)
+        outright = SELF_CORRECTION.match(cue[0]) is not None
+        if outright and lead is not None and _CLOSING.fullmatch(clause, lead.end()):
+            return other, ""
+        return None, AMBIGUOUS
+    return None
 
 
 def _last_sentence(text: str) -> Read:

@@ -18,7 +18,7 @@ from data.textutil import braced, last_phrases
 
 BODY_CHARS = 600  # how much text after a phrase may hold its answer
 MAX_BOXES = 64  # boxes kept, from the last one back
-StatementKind = Literal["phrase", "boxed", "hashes", "json"]
+StatementKind = Literal["phrase", "boxed", "hashes", "json", "quoted"]
 
 _PHRASE = re.compile(
     r"(?i)answer\**"
@@ -30,13 +30,15 @@ _PHRASE = re.compile(
     r"|(?P<head>[ \t*]*\n))"  # a heading line: '**Final Answer**' then the answer below
 )
 _WORD_BEFORE = re.compile(r"(?i)\w\Z")
-# 'Agent 2's answer is', 'your answer:', 'the previous answer is', 'to check the answer:' quote an answer
-# that is not this reply's.
+# 'Agent 2's answer is', 'your answer:', 'the previous answer is', 'to check the answer:', 'if the answer is'
+# quote an answer that is not (yet) this reply's.
 _NOT_MINE = re.compile(
     r"(?i)(?:['’]s|\b(?:their|your|his|her|its|other|others['’]?|agents['’]?|previous|earlier|old|original"
     r"|initial|first|prior|wrong|incorrect|proposed|given|check|verify|confirm|find|get|reach|compute"
-    r"|calculate|double-check)(?:\s+(?:the|my|our|this|that))?)\s+(?:final\s+|correct\s+)?\Z"
+    r"|calculate|double-check|if|suppose|assume|assuming|whether|unless|when)(?:\s+(?:the|my|our|this|that))?)"
+    r"\s+(?:final\s+|correct\s+)?\Z"
 )
+_SUPPOSING = re.compile(r"(?i)\b(?:if|suppose|assume|assuming|whether|unless|when)\b")
 _HEADING_PREFIX = re.compile(r"(?i)[\s*#_>]*(?:final\s+)?\**[ \t]*\Z")
 _NEGATED_BODY = re.compile(
     r"(?i)[\s*:]*(?:(?:definitely|certainly|clearly|surely|probably|likely|just)\s+)?(?:not|never|neither)\b"
@@ -54,6 +56,8 @@ _JSON_STRING = re.compile(r"\"(?:[^\"\\\n]|\\.){0,600}\"|'(?:[^'\\\n]|\\.){0,600
 _JSON_RAW = re.compile(r"[^,}\n]{0,600}")
 _HASHES_LINE = re.compile(r"[ \t]*\n?([^\n]*)")
 # A correction right after an answer ('The answer is B. Wait, no, C.'): what follows it is a new answer.
+# SELF_CORRECTION's words say so outright; 'actually' and 'rather' may just go on talking.
+SELF_CORRECTION = re.compile(r"(?i)\b(?:wait|no|nope|sorry|oops|correction|i\s+mean|make\s+that|scratch\s+that)\b")
 REVISION = re.compile(
     r"(?i)\b(?:wait|actually|no|nope|sorry|oops|correction|rather|i\s+mean|make\s+that|scratch\s+that"
     r"|on\s+second\s+thought)\b[\s,.:;!—–-]*"
@@ -80,6 +84,7 @@ class Statement:
     parts: tuple[str, ...] = ()
     negated: bool = False
     listed: bool = False
+    supposed: bool = False  # a quoted phrase that supposes an answer ('if the answer is'): its sentence says nothing
 
 
 def statements(text: str) -> list[Statement]:
@@ -89,13 +94,17 @@ def statements(text: str) -> list[Statement]:
 
 
 def phrases(text: str) -> list[Statement]:
-    """The answer phrases of `text` (the last MAX_PHRASES), as statements, in no particular order."""
+    """The answer phrases of `text` (the last MAX_PHRASES), as statements, in no particular order; those
+    that quote an answer not this reply's ('Agent 2's answer is', 'if the answer is') as kind 'quoted'."""
     found = []
     for m in last_phrases(_PHRASE, text):
-        if _WORD_BEFORE.search(text, max(0, m.start() - 1), m.start()) or _NOT_MINE.search(
-            text, max(0, m.start() - 40), m.start()
-        ):
-            continue  # 'reanswer', or someone else's answer
+        if _WORD_BEFORE.search(text, max(0, m.start() - 1), m.start()):
+            continue  # 'reanswer'
+        if (quote := _NOT_MINE.search(text, max(0, m.start() - 40), m.start())) is not None:
+            supposed = _SUPPOSING.search(quote[0]) is not None
+            body = text[m.end() : m.end() + BODY_CHARS]
+            found.append(Statement("quoted", m.start(), m.end(), body, supposed=supposed))
+            continue  # someone else's answer, or one supposed: never this reply's
         end = m.end()
         if m["head"] is not None:
             line_start = text.rfind("\n", 0, m.start()) + 1
@@ -106,6 +115,25 @@ def phrases(text: str) -> list[Statement]:
         negated = m["neg"] is not None or _NEGATED_BODY.match(body) is not None
         found.append(Statement("phrase", m.start(), end, body, negated=negated))
     return found
+
+
+def unquoted(text: str, found: list[Statement]) -> str:
+    """`text` with the value after each quoted phrase blanked out (same length), for readers that look
+    past the statements: 'Agent 2's answer is 20.' must not read as answering 20."""
+    chars = None
+    for statement in found:
+        if statement.kind != "quoted":
+            continue
+        ends = _SENTENCE_END if statement.supposed else _VALUE_END
+        stop = ends.search(text, statement.end, statement.end + BODY_CHARS)
+        end = stop.start() if stop is not None else min(len(text), statement.end + BODY_CHARS)
+        chars = chars if chars is not None else list(text)
+        chars[statement.end : end] = " " * (end - statement.end)
+    return text if chars is None else "".join(chars)
+
+
+_VALUE_END = re.compile(r"[,;!?\n]|\.(?=\s|$)")
+_SENTENCE_END = re.compile(r"[!?\n]|\.(?=\s|$)")
 
 
 def _unbox(content: str) -> str:
