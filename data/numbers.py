@@ -19,6 +19,8 @@ NO_ANSWER = "no answer"
 
 _MINUS = str.maketrans({"\u2212": "-", "\ufe63": "-", "\uff0d": "-", "\u2013": "-", "\u00d7": "*", "\u00f7": "/"})
 _THIN_THOUSANDS = re.compile(r"(?<=[0-9])[\u00a0\u2009\u202f](?=[0-9]{3}(?![0-9]))")  # '1\u202f000'
+# '1 234', '$118 000': groups of three digits, when no word follows ('3 250 ml' is two numbers)
+_SPACED_THOUSANDS = re.compile(r"(?<![0-9.,])[0-9]{1,3}(?: [0-9]{3})+(?![0-9]|[.,][0-9]| ?[-A-Za-z(/])")
 
 _LATEX_FRAC = re.compile(r"\\[dtc]?frac\s*\{\s*(-?[0-9]{1,60})\s*\}\s*\{\s*([0-9]{1,60})\s*\}")
 _SPELLING = re.compile(r"\\\$|\\%|\{,\}|\\,|\\!|\\times|\\cdot|\\div|\\left|\\right")
@@ -38,7 +40,7 @@ _LEAD = re.compile(  # what may come before the number a clause commits to
     r"|\b[a-z](?:_\{?\w{1,3}\}?)?\s*=)*"
 )
 _OPERATION = re.compile(
-    r"(?i)[ \t]*%?[ \t]*\)?[ \t]*(?:[-+*/^]|\bx\b|\\times|\\cdot|\\div|\btimes\b|\bplus\b|\bminus\b|\bof\b"
+    r"(?i)[ \t]*%?[ \t]*\)?[ \t]*(?:[-+*/^<>≤≥]|\bx\b|\\times|\\cdot|\\div|\btimes\b|\bplus\b|\bminus\b|\bof\b"
     r"|\b(?:divided|multiplied)\s+by\b)[ \t]*\(?[ \t]*\$?[ \t]*[-+]?\.?[0-9]"
 )
 # '3 more than 15': the number is one side of a comparison, not the answer.
@@ -49,18 +51,22 @@ _COMPARISON = re.compile(
 _ALTERNATIVE = re.compile(
     r"(?i)[ \t]*(?:,|;|/|\bor\b|\band\b|\bto\b|\bnor\b|\bvs\.?|\bversus\b)[ \t]*"
     r"(?:(?:maybe|perhaps|possibly|probably|even|else)\s+)?\$?[ \t]*[-+]?\.?[0-9]"
-    r"|[ \t][0-9]{3}(?![0-9.,])|[ \t]+[0-9]+/[0-9]"  # '1 234' and '3 1/2' are not the 1 and 3 they start with
+    r"|[ \t][0-9]{3}(?![0-9]|[.,][0-9])|[ \t]+[0-9]+/[0-9]"  # '1 234' and '3 1/2' are not 1 and 3
 )
-RESULT = re.compile(r"(?i)=|≈|\\approx|\bwhich\s+(?:is|equals|gives|makes)\b|\bthat\s+is\b|\bi\.e\.")
-_SIDE_BY_SIDE = re.compile(r"[0-9][ \t]\Z")  # '1 234', '3 1/2' read from their last number
+RESULT = re.compile(
+    r"(?i)=|≈|\\approx|\bwhich\s+(?:is|equals|gives|makes)\b|\bthat\s+is\b|\bi\.e\."
+    r"|\b(?:which\s+)?round(?:s|ed|ing)?\s+(?:down\s+|up\s+|off\s+)?to\b"
+)
+_SIDE_BY_SIDE = re.compile(r"[0-9][ \t]\Z|[<>≤≥][ \t]*\$?\Z")  # '1 234', '3 1/2', '1600 > 1200' from the end
 _CLAUSE_END = re.compile(r"(?<!i\.e)(?<!e\.g)[.!?](?=\s|$)|\n|;")  # 'i.e. 18' goes on
 _NOT_BEFORE = re.compile(r"(?i)\b(?:not|never|isn['’]t|aren['’]t|nor)\s+(?:\S+\s+)?\Z")
 
 
 def spell_plainly(text: str) -> str:
     """Undo the spellings that hide plain numbers: unicode minus and times, LaTeX fractions, `\\$`,
-    `{,}` and `\\!` inside numbers, `\\times`."""
+    `{,}` and `\\!` inside numbers, `\\times`, and thousands grouped by spaces ('1 234', not '3 250 ml')."""
     text = _THIN_THOUSANDS.sub("", _LATEX_FRAC.sub(r"\1/\2", text.translate(_MINUS)))
+    text = _SPACED_THOUSANDS.sub(lambda m: m[0].replace(" ", ""), text)
     return _SPELLING.sub(lambda m: _SPELLED.get(m[0], ""), text)
 
 

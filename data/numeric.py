@@ -24,6 +24,7 @@ from data.numbers import (
     AMBIGUOUS,
     NO_ANSWER,
     NUMBER,
+    RESULT,
     clause_at,
     committed,
     format_fraction,
@@ -46,7 +47,6 @@ _META = re.compile(
 )
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
 _CLOSING = re.compile(r"[\s.,!?;:*_`'\")\]}$%]*")
-_RESULT = re.compile(r"=|≈|\\approx")
 _CONCLUSION = re.compile(
     r"(?i)(?:,|\b)\s*(?:so|thus|therefore|hence|which\s+means|meaning|giving|making|that\s+is|i\.e\.)\b[,:]?"
 )
@@ -181,7 +181,7 @@ def _sentence_answer(sentence: str) -> Read:
     conclusions = list(_CONCLUSION.finditer(sentence))
     if conclusions and NUMBER.search(sentence, conclusions[-1].end()):
         sentence = sentence[conclusions[-1].end() :]
-    results = list(_RESULT.finditer(sentence))
+    results = list(RESULT.finditer(sentence))
     if results:
         return read_leading(sentence[results[-1].end() :])
     found = numbers(sentence)
