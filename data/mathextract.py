@@ -21,7 +21,7 @@ from data.graded import AMBIGUOUS, NO_ANSWER
 from data.mathnorm import MAX_ANSWER_CHARS, same_answer
 from data.mathspans import clause_answer, masked, sentence_items, spans
 from data.numbers import NUMBER
-from data.statements import MOVES_ON, REVISION, SELF_CORRECTION, Statement, statements, unquoted
+from data.statements import MOVES_ON, REVISION, SELF_CORRECTION, Statement, statements, states, unquoted
 from data.textutil import prepare
 
 Read = tuple[str | None, str]
@@ -34,14 +34,15 @@ def read_math(output: object, nested: bool = False) -> Read:
     text = prepare(output)
     found = statements(text)
     denials = [s for s in found if s.negated and s.kind == "phrase"]
-    if denials:  # 'The answer is not $5$; it is $6$': what follows the last denial may answer
+    if denials and not any(states(s) and s.start > denials[-1].start for s in found):
+        # 'The answer is not $5$; it is $6$': with no statement after it, what follows the denial may answer
         after, reason = _after_denial(text, denials[-1])
         if after is not None or reason == AMBIGUOUS:
             denied = after is not None and _denied(after, denials)
             return (None, AMBIGUOUS) if denied else (after, reason)
     for index in range(len(found) - 1, -1, -1):
         chosen = found[index]
-        if chosen.negated or chosen.kind == "quoted":
+        if not states(chosen):
             continue
         answer, reason = _read_statement(chosen, nested)
         if answer is None and reason != AMBIGUOUS:

@@ -33,7 +33,7 @@ from data.numbers import (
     spell_plainly,
     value,
 )
-from data.statements import MOVES_ON, REVISION, SELF_CORRECTION, Statement, statements, unquoted
+from data.statements import MOVES_ON, REVISION, SELF_CORRECTION, Statement, statements, states, unquoted
 from data.textutil import prepare
 from data.types import AnswerKind, Verdict
 
@@ -62,13 +62,14 @@ def read_number(output: object, nested: bool = False) -> Read:
         return None, AMBIGUOUS
     found = statements(text)
     denials = [s for s in found if s.negated and s.kind == "phrase"]
-    if denials:  # 'The answer isn't 20, it's 18': what follows the last denial may answer
+    if denials and not any(states(s) and s.start > denials[-1].start for s in found):
+        # 'The answer isn't 20, it's 18': with no statement after it, what follows the denial may answer
         after, reason = _after_denial(text, denials[-1])
         if after is not None or reason == AMBIGUOUS:
             return (None, AMBIGUOUS) if after is not None and _denied(after, denials) else (after, reason)
     for index in range(len(found) - 1, -1, -1):
         chosen = found[index]
-        if chosen.negated or chosen.kind == "quoted":
+        if not states(chosen):
             continue
         answer, reason = _read_statement(chosen, nested)
         if answer is None and reason != AMBIGUOUS:

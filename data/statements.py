@@ -87,6 +87,11 @@ class Statement:
     supposed: bool = False  # a quoted phrase that supposes an answer ('if the answer is'): its sentence says nothing
 
 
+def states(statement: Statement) -> bool:
+    """Whether a statement may give this reply's answer (not a denial, not a quote)."""
+    return not statement.negated and statement.kind != "quoted"
+
+
 def statements(text: str) -> list[Statement]:
     """Every answer statement in `text` (see the module doc), in text order."""
     found = phrases(text) + boxed_groups(text) + _hashes(text) + _json_fields(text)
