@@ -1,5 +1,5 @@
 """Text helpers shared by the graders: bounded cuts, runaway continuations, the last regex match,
-`\\boxed{}` contents, and the 'the answer is' phrase. Every regex here runs in linear time on hostile input."""
+`\\boxed{}` contents, and phrases found from the end. Every regex here runs in linear time on hostile input."""
 
 from __future__ import annotations
 
@@ -8,15 +8,10 @@ from collections import deque
 from collections.abc import Iterator
 
 MAX_CHARS = 10_000  # longer output is cut: an answer is never that far into a reply worth grading
-PHRASE_WINDOW = 60  # how far after "the answer is" the answer itself may start
 MAX_PHRASES = 20  # how many 'answer is' phrases, from the last, are tried
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
-CONNECTOR = r"\s*(?:is\b|would\s+be\b|should\s+be\b|will\s+be\b|[:=])"
-# "answer is"/"Answer:" but not "answer was"/"answer of": those quote answers given up or other agents'.
-# A quote may close the word first: JSON output, '"answer": "C"'.
-ANSWER_PHRASE = re.compile(r"(?i)\banswer[\"']?" + CONNECTOR)
 
 
 def clean(text: object) -> str:
