@@ -95,14 +95,18 @@ def validate_args(spec: Mapping[str, Any]) -> None:
         raise ValueError(f"base_url must be an http(s) URL, got {spec['base_url']!r}")
     if url.username or url.password:
         raise ValueError("base_url must not hold credentials; name the key's variable in api_key_env")
-    for name, low in (("max_concurrency", 1), ("max_retries", 0), ("max_response_bytes", 1024)):
+    for name, low, high in (
+        ("max_concurrency", 1, 10_000),
+        ("max_retries", 0, 100),
+        ("max_response_bytes", 1024, 1 << 30),
+    ):
         v = spec[name]
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+            raise ValueError(f"{name} must be an int in [{low}, {high}], got {v!r}")
     for name in ("timeout_s", "backoff_s", "max_backoff_s"):
         v = spec[name]
-        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < math.inf:
-            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 86_400:
+            raise ValueError(f"{name} must be a number of seconds in [0, 86400], got {v!r}")
     if spec["timeout_s"] == 0:
         raise ValueError("timeout_s must be > 0")
     if spec["response_format_style"] not in ("json_schema", "json_object"):

@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from sweep.config import ConfigError
+from sweep.errors import ConfigError
 
 HEARTBEAT_S = 30.0
 STALE_REMOTE_S = 120.0  # a lock file of another host not touched for this long is stale

@@ -12,6 +12,8 @@ import urllib.parse
 import urllib.request
 from typing import TYPE_CHECKING
 
+from sweep.paths import ray_endpoint
+
 if TYPE_CHECKING:
     from sweep.config import SweepConfig
 
@@ -55,22 +57,6 @@ def check_tracking(uri: str | None, timeout_s: float = PROBE_TIMEOUT_S) -> None:
             f"tracking.uri: the MLflow server {uri} did not answer within {timeout_s:.0f} s ({reason}); "
             "start it, fix tracking.uri / --tracking-uri / MLFLOW_TRACKING_URI, or pass --no-tracking"
         ) from None
-
-
-def ray_endpoint(address: str) -> tuple[str, int] | None:
-    """(host, port) to probe for a Ray address (`host:port`, `ray://host:port`); None for `auto`,
-    `local` and anything without a port."""
-    text = address.strip()
-    if text in ("auto", "local", ""):
-        return None
-    parsed = urllib.parse.urlsplit(text if "://" in text else f"gcs://{text}")
-    try:
-        port = parsed.port
-    except ValueError:
-        return None
-    if parsed.hostname is None or port is None:
-        return None
-    return parsed.hostname, port
 
 
 def check_ray_address(address: str | None, timeout_s: float = PROBE_TIMEOUT_S) -> None:

@@ -18,12 +18,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from sweep.results import ResultStore
+
+class PartStore(Protocol):
+    """What `commit_entries` needs of a `sweep.results.ResultStore` (named here: results imports us)."""
+
+    out_dir: Path
+
+    def commit(self, tables: tuple[pa.Table, pa.Table, pa.Table]) -> None: ...
 
 QUARANTINE = "quarantine"
 _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
@@ -76,7 +82,7 @@ def _concat(entries: list[Entry]) -> tuple[pa.Table, pa.Table, pa.Table]:
     return pa.concat_tables(ep), pa.concat_tables(tu), pa.concat_tables(ro)
 
 
-def commit_entries(store: ResultStore, entries: list[Entry], failed: list[str]) -> int:
+def commit_entries(store: PartStore, entries: list[Entry], failed: list[str]) -> int:
     """Commit `entries` as one part, else one part per episode; an episode whose part cannot be
     written is appended to `failed` with the reason. Returns how many were committed. A full disk
     raises `DiskFull` after writing the episodes that fit."""
@@ -98,7 +104,7 @@ def commit_entries(store: ResultStore, entries: list[Entry], failed: list[str]) 
     return written
 
 
-def _single_failed(store: ResultStore, entry: Entry, e: Exception, failed: list[str]) -> int:
+def _single_failed(store: PartStore, entry: Entry, e: Exception, failed: list[str]) -> int:
     if is_disk_full(e):
         raise DiskFull(store.out_dir, 0, 1, e) from e
     failed.append(f"{entry.episode_id}: not stored: {type(e).__name__}: {str(e)[:300]}")

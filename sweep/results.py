@@ -5,7 +5,6 @@ atomic parts whose episodes file is the commit marker. The schemas are in `sweep
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 import uuid
@@ -19,6 +18,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sweep.parts import TMP_PREFIX, to_table, write_atomic
 from sweep.repair import Entry, commit_entries, quarantine_part
 from sweep.schema import EPISODE_SCHEMA, ROUND_SCHEMA, TURN_SCHEMA
 
@@ -26,50 +26,11 @@ __all__ = ["EPISODE_SCHEMA", "ROUND_SCHEMA", "TURN_SCHEMA", "BufferedWriter", "R
 
 
 _PART_GLOB = "part-*.parquet"
-_TMP_PREFIX = ".tmp-"
 _PART_COL = "_part"  # reader-only column: index of the part a row came from, in commit-name order
 
 
 class _Quarantined(Exception):
     """A part was found unreadable and moved aside while reading: read the listing again."""
-
-
-def _to_table(rows: list[dict[str, Any]], schema: pa.Schema, what: str) -> pa.Table:
-    """Rows as a table of `schema`; unknown keys and nulls in non-nullable columns are errors, since
-    pyarrow would silently drop the former and accept the latter."""
-    names = set(schema.names)
-    for row in rows:
-        unknown = row.keys() - names
-        if unknown:
-            raise ValueError(f"{what} row has unknown columns {sorted(unknown)}")
-    table = pa.Table.from_pylist(rows, schema=schema)
-    for field in schema:
-        if not field.nullable and table.column(field.name).null_count:
-            raise ValueError(f"{what} column {field.name!r} is missing or null in some row")
-    return table
-
-
-def _write_atomic(table: pa.Table, path: Path) -> None:
-    """Write to a hidden temp file in the same dir, fsync, then rename over `path`: readers see the
-    whole part or nothing."""
-    tmp = path.with_name(f"{_TMP_PREFIX}{path.name}")
-    try:
-        with open(tmp, "wb") as fh:
-            pq.write_table(table, fh, compression="zstd")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):  # a half-written temp file only takes space (a full disk's)
-            tmp.unlink()
-        raise
-    # The rename itself must reach the disk before the next step counts on it.
-    with contextlib.suppress(OSError):
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 class ResultStore:
@@ -114,9 +75,9 @@ class ResultStore:
         stray = {t.get("episode_id") for t in [*turns, *rounds]} - set(ids)
         if stray:
             raise ValueError(f"rows for episodes not in this append: {sorted(map(str, stray))[:5]}")
-        ep_table = _to_table(episodes, EPISODE_SCHEMA, "episode")
-        turn_table = _to_table(turns, TURN_SCHEMA, "turn")
-        round_table = _to_table(list(rounds), ROUND_SCHEMA, "round")
+        ep_table = to_table(episodes, EPISODE_SCHEMA, "episode")
+        turn_table = to_table(turns, TURN_SCHEMA, "turn")
+        round_table = to_table(list(rounds), ROUND_SCHEMA, "round")
         return ep_table, turn_table, round_table
 
     def commit(self, tables: tuple[pa.Table, pa.Table, pa.Table]) -> None:
@@ -125,9 +86,9 @@ class ResultStore:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         name = f"part-{stamp}-{uuid.uuid4().hex[:8]}.parquet"
         try:
-            _write_atomic(turn_table, self.turns_dir / name)
-            _write_atomic(round_table, self.rounds_dir / name)
-            _write_atomic(ep_table, self.episodes_dir / name)  # the commit point
+            write_atomic(turn_table, self.turns_dir / name)
+            write_atomic(round_table, self.rounds_dir / name)
+            write_atomic(ep_table, self.episodes_dir / name)  # the commit point
         except BaseException:
             if not (self.episodes_dir / name).exists():  # not committed: its other files are orphans
                 for d in (self.turns_dir, self.rounds_dir):
@@ -147,7 +108,7 @@ class ResultStore:
         children = (self.turns_dir, self.rounds_dir)
         candidates = [p for d in children for p in d.glob(_PART_GLOB) if p.name not in committed]
         for d in (*children, self.episodes_dir):
-            candidates += list(d.glob(f"{_TMP_PREFIX}*"))
+            candidates += list(d.glob(f"{TMP_PREFIX}*"))
         removed = []
         for path in candidates:
             with contextlib.suppress(FileNotFoundError):  # another driver may have removed it already
