@@ -54,7 +54,9 @@ def check_type(name: str, value: Any, annotation: Any) -> None:
     )
     if not ok:
         want = " or ".join("null" if n == "None" else f"a {n}" for n in names)
-        raise ValueError(f"args.{name}: expected {want}, got {type(value).__name__} {str(value)[:60]!r}")
+        raise ValueError(
+            f"args.{name}: expected {want}, got {type(value).__name__} {str(value)[:60]!r}; give {want}"
+        )
     if isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"args.{name}: must be a finite number, got {value}")
 

@@ -41,7 +41,7 @@ def _system(path: Path) -> bool:
 
 def _refuse_system(path: Path, field: str, given: str) -> None:
     if _system(path):
-        raise ConfigError(f"{field}: {given!r} is {path}, a system directory; give a directory of your own")
+        raise ConfigError(f"{field}: {given!r} is {path}, a system location; give a path of your own, e.g. runs/x")
     home = Path.home().resolve()
     for mine, what in ((Path.cwd().resolve(), "the current directory"), (home, "your home directory")):
         if path == mine or path in mine.parents:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 import sqlite3
 import sys
 import time
@@ -41,16 +42,34 @@ def warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
+MIN_FREE_BYTES = 256 * 1024  # below this, no new episode starts: its results would not fit
+
+
 class DiskFull(OSError):
     """The disk (or quota) holding the results is full: the run stops; a rerun continues it."""
 
-    def __init__(self, out_dir: Path, written: int, lost: int, cause: BaseException) -> None:
+    def __init__(self, out_dir: Path, detail: str) -> None:
         super().__init__(
             errno.ENOSPC,
-            f"no space left for results in {out_dir}: {written} episode(s) of the last batch written, "
-            f"{lost} finished episode(s) not written (they run again on the next run); free space and "
-            f"rerun ({type(cause).__name__}: {str(cause)[:200]})",
+            f"no space left for results in {out_dir}: {detail}; what fitted is stored, free space and rerun",
         )
+
+    @classmethod
+    def after_write(cls, out_dir: Path, written: int, lost: int, cause: BaseException) -> DiskFull:
+        return cls(
+            out_dir,
+            f"{written} episode(s) of the last batch written, {lost} finished episode(s) not written (they "
+            f"run again) ({type(cause).__name__}: {str(cause)[:200]})",
+        )
+
+
+def free_bytes(path: Path) -> int | None:
+    """Bytes free to an unprivileged writer on the filesystem holding `path` (None if unknown)."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
 
 
 def is_disk_full(e: BaseException | None) -> bool:
@@ -99,14 +118,14 @@ def commit_entries(store: PartStore, entries: list[Entry], failed: list[str]) ->
             written += 1
         except Exception as e:  # noqa: BLE001
             if is_disk_full(e):
-                raise DiskFull(store.out_dir, written, len(entries) - i, e) from e
+                raise DiskFull.after_write(store.out_dir, written, len(entries) - i, e) from e
             failed.append(f"{entry.episode_id}: not stored: {type(e).__name__}: {str(e)[:300]}")
     return written
 
 
 def _single_failed(store: PartStore, entry: Entry, e: Exception, failed: list[str]) -> int:
     if is_disk_full(e):
-        raise DiskFull(store.out_dir, 0, 1, e) from e
+        raise DiskFull.after_write(store.out_dir, 0, 1, e) from e
     failed.append(f"{entry.episode_id}: not stored: {type(e).__name__}: {str(e)[:300]}")
     return 0
 

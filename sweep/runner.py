@@ -27,6 +27,7 @@ from sweep.plan import Plan, build_plan
 from sweep.pool import EnginePool
 from sweep.preflight import TrackingFailed, preflight
 from sweep.records import Recorder
+from sweep.repair import MIN_FREE_BYTES, DiskFull, free_bytes, is_disk_full
 from sweep.results import BufferedWriter, ResultStore
 from sweep.scheduler import RunStats, run_tasks
 from sweep.tracking import sweep_tracker
@@ -167,8 +168,10 @@ def _run_episodes(
             bar.update(task_id, completed=s.done, acc=s.accuracy, tokens=s.tokens)
 
         record = Recorder(writer, cfg.identity(), pool.simulated)
-        claim = lambda t: claims.take(t.episode_id)  # noqa: E731
-        stats = asyncio.run(run_tasks(todo, pool.agents, record, cfg.concurrency, on_progress=show, claim=claim))
+        gate = SpaceGate(store.out_dir, claims)
+        stats = asyncio.run(run_tasks(todo, pool.agents, record, cfg.concurrency, on_progress=show, claim=gate))
+    if gate.full is not None:
+        raise DiskFull(store.out_dir, f"{gate.full}; {stats.done} episode(s) stored before it stopped")
     # Episodes that ran but could not be stored are failed ones (the writer says why).
     stats.done -= len(writer.failed)
     stats.failures += writer.failed
@@ -176,6 +179,29 @@ def _run_episodes(
         stats.cache_hits = pool.cache.hits
         console.print(pool.cache_line())
     return stats
+
+
+class SpaceGate:
+    """The scheduler's `claim`: an episode starts once this driver claims it, and none starts
+    once the disk holding the results is (nearly) full."""
+
+    def __init__(self, out_dir: Path, claims: Claims) -> None:
+        self.out_dir, self.claims = out_dir, claims
+        self.full: str | None = None
+
+    def __call__(self, task: Any) -> bool:
+        free = free_bytes(self.out_dir)
+        if self.full is None and free is not None and free < MIN_FREE_BYTES:
+            self.full = f"{free // 1024} KB free, no new episode started"
+        if self.full is not None:
+            return False
+        try:
+            return self.claims.take(task.episode_id)
+        except OSError as e:
+            if not is_disk_full(e):
+                raise
+            self.full = f"claiming an episode failed ({e.strerror or e})"
+            return False
 
 
 def summarize(plan: Plan, store: ResultStore) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +24,7 @@ MAX_TEXT_CHARS = 100_000  # a reply is a few thousand characters; 1 MB of text i
 MAX_SHORT_CHARS = 200  # model names, finish reasons
 MAX_COUNT = 2**40  # a larger "token count" is garbage, not usage (as in actors.openai_wire)
 TRUNCATED = ";truncated"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def clean_text(value: object, limit: int) -> tuple[str, bool]:
@@ -33,8 +35,7 @@ def clean_text(value: object, limit: int) -> tuple[str, bool]:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        # "surrogatepass" keeps the surrogates as bytes, which then fail to decode: U+FFFD each.
-        text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        text = _SURROGATE.sub("\ufffd", text)  # the only code points UTF-8 cannot encode
     if "\x00" in text:
         text = text.replace("\x00", "")
     return text, cut
