@@ -93,6 +93,10 @@ def validate_args(spec: Mapping[str, Any]) -> None:
     url = urllib.parse.urlsplit(str(spec["base_url"]))
     if url.scheme not in ("http", "https") or not url.hostname:
         raise ValueError(f"base_url must be an http(s) URL, got {spec['base_url']!r}")
+    key_env = spec.get("api_key_env")
+    if key_env is not None and (not isinstance(key_env, str) or not _ENV_NAME.fullmatch(key_env)):
+        # Never echo the value: a key pasted here by mistake must not reach logs.
+        raise ValueError("api_key_env must be the NAME of an environment variable (letters, digits, _)")
     if url.username or url.password:
         raise ValueError("base_url must not hold credentials; name the key's variable in api_key_env")
     for name, low, high in (
@@ -117,7 +121,7 @@ def validate_args(spec: Mapping[str, Any]) -> None:
     if not isinstance(extra, Mapping):
         raise ValueError("extra_body must be a mapping of extra request fields")
     if clash := sorted(RESERVED_KEYS & set(extra)):
-        raise ValueError(f"extra_body may not set {', '.join(clash)} (the engine sets them per request)")
+        raise ValueError(f"extra_body may not set {', '.join(clash)} (the engine sets them per request); remove them")
     json.dumps(dict(extra))  # unserialisable extras fail here, not on the first request
 
 

@@ -147,11 +147,11 @@ def parse_space(raw: Any, source: str = "<inline>") -> SearchSpace:
     method, params = raw.get("method"), raw.get("params")
     if not isinstance(method, str) or not method:
         raise SpaceError(
-            f"{source}: method: required, the registered method these params belong to (e.g. pear)"
+            f"{source}: method: required; give the registered method these params belong to (e.g. pear)"
         )
     if not isinstance(params, dict) or not params:
         raise SpaceError(
-            f"{source}: params: required, a mapping of argument name -> {{type, low, high}} or {{choices}}"
+            f"{source}: params: required; give a mapping of argument name -> {{type, low, high}} or {{choices}}"
         )
     parsed: list[Param] = []
     for name, spec in params.items():
@@ -220,9 +220,9 @@ def _categorical(name: str, spec: dict[str, Any], where: str, when: Any) -> Para
         raise SpaceError(f"{where}: choices must be a non-empty list of at most 1000 values, e.g. [clique, ring]")
     for c in choices:
         if c is not None and not isinstance(c, bool | int | float | str):
-            raise SpaceError(f"{where}: choice {c!r} is not a scalar (None, bool, int, float or str)")
+            raise SpaceError(f"{where}: choice {c!r} is not a scalar; use None, true/false, a number or a string")
         if isinstance(c, float) and not math.isfinite(c):
-            raise SpaceError(f"{where}: choice {c!r} is not a finite number")
+            raise SpaceError(f"{where}: choice {c!r} is not a finite number; remove it")
     if len({repr(c) for c in choices}) != len(choices):
         raise SpaceError(f"{where}: choices repeat a value; list each once")
     return Param(name, "categorical", choices=tuple(choices), when=when)

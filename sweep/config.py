@@ -154,7 +154,7 @@ class SweepConfig(_Strict):
                     f"agents[{i}]: model '{name}' is not in models{closest(name, known)}; known: {', '.join(known)}"
                 )
         if len(set(self.seeds)) != len(self.seeds):
-            raise ValueError("seeds: each seed once, please")
+            raise ValueError("seeds: a seed appears twice; list each seed once")
         if len(self.team()) > 1024:
             raise ValueError(f"agents: {len(self.team())} seats in all; at most 1024")
         return self
@@ -237,7 +237,8 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
         if isinstance(node, list):
             if not part.isdigit() or int(part) >= len(node):
                 raise ConfigError(
-                    f"--set {key}: '{part}' is not an index of {'.'.join(parts[:i]) or 'the config'}"
+                    f"--set {key}: '{part}' is not an index of {'.'.join(parts[:i]) or 'the config'}; "
+                    f"use 0 to {len(node) - 1}"
                 )
             node = node[int(part)]
         elif isinstance(node, dict):
@@ -247,7 +248,7 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
     last = parts[-1]
     if isinstance(node, list):
         if not last.isdigit() or int(last) >= len(node):
-            raise ConfigError(f"--set {key}: '{last}' is not an index")
+            raise ConfigError(f"--set {key}: '{last}' is not an index; use 0 to {len(node) - 1}")
         node[int(last)] = value
     elif isinstance(node, dict):
         node[last] = value

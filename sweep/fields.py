@@ -1,4 +1,4 @@
-"""Bounded field types for the configs: every number has a range, `true` is never a number, and
+"""Bounded field types for the configs: every number has a range, `true` or "3" is never a number, and
 no float is infinite or NaN (a seed of 2**70 or `num_cpus: .inf` is refused, not overflowed)."""
 
 from __future__ import annotations
@@ -10,13 +10,15 @@ from pydantic import BeforeValidator, Field
 SEED_MAX = 2**32 - 1  # seeds reach numpy and engines, which take 32 or 64 bits
 
 
-def _no_bool(v: Any) -> Any:
+def _number_only(v: Any) -> Any:
     if isinstance(v, bool):
         raise ValueError(f"expected a number, got {str(v).lower()}; write the number itself")
+    if isinstance(v, str):
+        raise ValueError(f"expected a number, got the text {v[:40]!r}; write the number unquoted")
     return v
 
 
-NoBool = BeforeValidator(_no_bool)
+NoBool = BeforeValidator(_number_only)
 
 # Integers are strict: no true, no "3", no 3.5.
 Small = Annotated[int, Field(ge=1, le=1024, strict=True)]  # replicas, agents per entry, parallel trials

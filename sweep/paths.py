@@ -23,9 +23,9 @@ MARKERS = ("config.resolved.yaml", "episodes", ".sweep.lock", "study.journal", "
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 
-def _resolve(value: object, field: str) -> Path:
+def _resolve(value: object, field: str, example: str = "a directory such as runs/my-sweep") -> Path:
     if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{field}: empty path; give a directory such as runs/my-sweep")
+        raise ConfigError(f"{field}: empty path; give {example}")
     if "\x00" in value:
         raise ConfigError(f"{field}: the path holds a NUL character; fix it")
     try:
@@ -72,7 +72,7 @@ def output_dir(value: object, field: str = "output_dir") -> Path:
 
 def input_path(value: object, field: str) -> Path:
     """A file or directory a config reads (a dataset): it must exist and not be a device or system file."""
-    path = _resolve(value, field)
+    path = _resolve(value, field, "your data file or folder")
     if _system(path):
         raise ConfigError(f"{field}: {path} is a system path; give your data file or folder")
     if not path.is_file() and not path.is_dir():
@@ -100,7 +100,7 @@ def file_url(url: object, field: str) -> str:
         if not parts.scheme or (parts.scheme in ("http", "https") and not parts.hostname):
             raise ConfigError(f"{field}: {url!r} is not a URL; give e.g. http://127.0.0.1:5000 or sqlite:///path.db")
         return url  # a server: nothing local to check
-    path = _resolve(path_text, field)
+    path = _resolve(path_text, field, "a file path after the scheme, e.g. journal:runs/x/study.journal")
     _refuse_system(path, field, path_text)
     if kind is None:
         return url

@@ -83,8 +83,9 @@ def load_text(text: str, source: str) -> Any:
     """The document in `text` (YAML), within the limits above; `source` names it in errors."""
     if len(text) > MAX_BYTES:
         raise ConfigError(f"{source}: more than {MAX_BYTES:,} characters; a config is a few KB")
-    loader = _Limited(text)
+    loader: _Limited | None = None
     try:
+        loader = _Limited(text)  # its reader refuses some characters (NUL) at once
         node = loader.get_single_node()
         if node is None:
             return None
@@ -94,11 +95,12 @@ def load_text(text: str, source: str) -> Any:
     except _Refused as e:
         raise ConfigError(f"{source}: {e}") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"{source}: not valid YAML ({' '.join(str(e).split())[:300]})") from None
+        raise ConfigError(f"{source}: not valid YAML ({' '.join(str(e).split())[:300]}); fix it there") from None
     except RecursionError:
         raise ConfigError(f"{source}: nested too deeply; flatten it") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def read_file(path: Path, what: str) -> Any:

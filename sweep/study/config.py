@@ -145,7 +145,7 @@ class StudyConfig(_Strict):
                     f"unknown objective '{name}'{closest(name, list(OBJECTIVES))}; known: {', '.join(OBJECTIVES)}"
                 )
         if len(set(v)) != len(v):
-            raise ValueError("list each objective once")
+            raise ValueError("an objective appears twice; list each objective once")
         return v
 
     @model_validator(mode="after")
@@ -154,7 +154,7 @@ class StudyConfig(_Strict):
             if entry is not None:
                 try:
                     reg.resolve(entry.name, entry.args)
-                except ValueError as e:
+                except (ValueError, TypeError) as e:
                     raise ValueError(f"{field}: {e}") from None
         multi = len(self.objectives) > 1
         if multi and self.pruner is not None:
