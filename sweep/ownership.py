@@ -152,12 +152,12 @@ class DirLock:
             os.close(fd)  # closing drops the probe's lock
         return False
 
-    def orphan_grace_s(self) -> float:
-        """How old a leftover (temp file, uncommitted part) must be before this driver deletes it:
-        anything from before an owner took the lock, when no worker was there to be writing it."""
+    def clean_before(self) -> float | None:
+        """A time before which every leftover (temp file, uncommitted part) is a crash's: when an
+        owner took the lock and no worker was there, nobody could still be writing them."""
         if self.role == "owner" and not self.workers_alive_at_start:
-            return max(0.0, time.time() - self.acquired_at)
-        return 60.0
+            return self.acquired_at
+        return None
 
     def _beat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):

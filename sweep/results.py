@@ -39,8 +39,9 @@ class ResultStore:
     without an episodes part, temp files) are ignored by readers and deleted by `recover` once older
     than `orphan_grace_s`, so that a second driver's write in progress is never taken for a crash."""
 
-    def __init__(self, out_dir: Path, orphan_grace_s: float = 60.0) -> None:
+    def __init__(self, out_dir: Path, orphan_grace_s: float = 60.0, orphans_before: float | None = None) -> None:
         self.out_dir = Path(out_dir)
+        self.orphans_before = orphans_before  # leftovers older than this are a crash's, whatever their age
         self.episodes_dir = self.out_dir / "episodes"
         self.turns_dir = self.out_dir / "turns"
         self.rounds_dir = self.out_dir / "rounds"
@@ -105,6 +106,8 @@ class ResultStore:
         was deleted."""
         committed = set(self._committed())
         cutoff = time.time() - self.orphan_grace_s
+        if self.orphans_before is not None:
+            cutoff = max(cutoff, self.orphans_before)
         children = (self.turns_dir, self.rounds_dir)
         candidates = [p for d in children for p in d.glob(_PART_GLOB) if p.name not in committed]
         for d in (*children, self.episodes_dir):

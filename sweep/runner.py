@@ -87,7 +87,7 @@ def _run_owned(
     worker = lock.role == "worker"
     if not worker:
         write_resolved_config(cfg, out)
-    store = ResultStore(out, orphan_grace_s=lock.orphan_grace_s())
+    store = ResultStore(out, orphans_before=lock.clean_before())
     claims = Claims(out)
     done = store.done_ids()
     todo = [t for t in plan.tasks if t.episode_id not in done]

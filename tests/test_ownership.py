@@ -63,7 +63,7 @@ def test_the_lock_of_a_killed_driver_is_free(tmp_path: Path) -> None:
     lock = DirLock.for_output(tmp_path, "s")
     assert lock.acquire() == "owner"  # the kernel dropped the dead holder's lock
     # Leftovers older than the moment this owner took over are its to clean: nobody else writes.
-    assert lock.orphan_grace_s() < 60
+    assert lock.clean_before() == lock.acquired_at
     lock.release()
 
 

@@ -139,3 +139,21 @@ def test_disk_full_is_recognised_through_causes() -> None:
     outer.__cause__ = inner
     assert is_disk_full(outer) and is_disk_full(sqlite3.OperationalError("database or disk is full"))
     assert not is_disk_full(OSError(errno.EIO, "io")) and not is_disk_full(ValueError("x"))
+
+
+def test_an_owner_cleans_crash_leftovers_but_never_a_write_in_progress(tmp_path: Path) -> None:
+    import os
+    import time
+
+    store = ResultStore(tmp_path)
+    store.append([episode("e1")], turns_for("e1"))
+    took_over = time.time() - 30
+    crashed = tmp_path / "episodes" / ".tmp-part-crashed.parquet"
+    crashed.write_bytes(b"half")
+    os.utime(crashed, (took_over - 1, took_over - 1))  # from a driver that died before we took over
+    writing = tmp_path / "turns" / "part-29990101T000000000000Z-0000beef.parquet"
+    writing.write_bytes(b"a worker's part, its episodes file not written yet")  # now: after we took over
+    owner = ResultStore(tmp_path, orphans_before=took_over)
+    assert owner.done_ids() == {"e1"}
+    assert not crashed.exists() and writing.exists()
+    assert ResultStore(tmp_path).done_ids() == {"e1"} and crashed.exists() is False
