@@ -54,6 +54,9 @@ class DiskFull(OSError):
             f"no space left for results in {out_dir}: {detail}; what fitted is stored, free space and rerun",
         )
 
+    def __str__(self) -> str:
+        return str(self.strerror)
+
     @classmethod
     def after_write(cls, out_dir: Path, written: int, lost: int, cause: BaseException) -> DiskFull:
         return cls(

@@ -109,15 +109,18 @@ def _stop_at(point: str, nth: int) -> None:
         sweep.ownership.os.ftruncate = truncating  # type: ignore[attr-defined]
 
 
-def driver(argv: list[str], log: str, stop: tuple[str, int] | None = None, flush_every: int = 8) -> None:
+def driver(
+    argv: list[str], log: str, stop: tuple[str, int] | None = None, env: dict[str, str] | None = None
+) -> None:
     """A `sweep` CLI driver (the forkserver's target): output to `log`, exit with the CLI's code."""
+    os.environ.update(env or {})
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     sweep.runner.EnginePool = LocalPool  # type: ignore[misc]
     # Small parts, written often: more moments to be killed in the middle of one.
     sweep.runner.BufferedWriter = functools.partial(  # type: ignore[misc]
-        sweep.results.BufferedWriter, max_episodes=flush_every, max_seconds=0.3
+        sweep.results.BufferedWriter, max_episodes=8, max_seconds=0.3
     )
     if stop is not None:
         _stop_at(*stop)
@@ -144,13 +147,15 @@ class Drivers:
         self.ctx = multiprocessing.get_context("forkserver")
         self.ctx.set_forkserver_preload(["tests.chaos.harness"])
 
-    def start(self, argv: list[str], log: Path, stop: tuple[str, int] | None = None) -> Any:
-        proc = self.ctx.Process(target=driver, args=(argv, str(log), stop))
+    def start(
+        self, argv: list[str], log: Path, stop: tuple[str, int] | None = None, env: dict[str, str] | None = None
+    ) -> Any:
+        proc = self.ctx.Process(target=driver, args=(argv, str(log), stop, env))
         proc.start()
         return proc
 
-    def run(self, argv: list[str], log: Path, timeout: float = 300) -> int:
-        proc = self.start(argv, log)
+    def run(self, argv: list[str], log: Path, timeout: float = 300, env: dict[str, str] | None = None) -> int:
+        proc = self.start(argv, log, env=env)
         proc.join(timeout)
         if proc.exitcode is None:
             proc.kill()
@@ -219,3 +224,65 @@ def assert_exactly_once(out: Path, planned: set[str]) -> None:
     for sub in ("turns", "rounds"):
         names = {p.name for p in (out / sub).glob("part-*.parquet")}
         assert names <= {p.name for p in (out / "episodes").glob("part-*.parquet")}, f"orphan {sub} parts"
+
+
+def _mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    args = [None if x is None else x.encode() for x in (source, target, fstype)]
+    if libc.mount(*args, ctypes.c_ulong(flags), None if data is None else data.encode()) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {target}: {os.strerror(err)}")
+
+
+def private_tmpfs(path: Path, size_kb: int) -> None:
+    """Mount a tmpfs of `size_kb` at `path`, in a mount namespace of this process alone (as root, or
+    in a user namespace where those are allowed). OSError when neither works here."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    newns, newuser = 0x00020000, 0x10000000
+    if libc.unshare(newns) != 0:
+        uid, gid = os.getuid(), os.getgid()
+        if libc.unshare(newuser | newns) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"unshare: {os.strerror(err)}")
+        Path("/proc/self/setgroups").write_text("deny")
+        Path("/proc/self/uid_map").write_text(f"0 {uid} 1")
+        Path("/proc/self/gid_map").write_text(f"0 {gid} 1")
+    _mount("none", "/", None, 0x4000 | 0x40000, None)  # MS_REC | MS_PRIVATE: nothing leaks out
+    path.mkdir(parents=True, exist_ok=True)
+    _mount("tmpfs", str(path), "tmpfs", 0, f"size={size_kb}k")
+
+
+def full_disk(argv: list[str], out: str, log: str, report: str, small_kb: int, big_kb: int) -> None:
+    """Run `sweep` on a tiny tmpfs until it is full, then on a larger one; write what happened to
+    `report` (JSON) — the tmpfs vanishes with this process, so the checks are made here."""
+    import json
+    import traceback
+
+    result: dict[str, Any] = {}
+    try:
+        private_tmpfs(Path(out), small_kb)
+    except OSError as e:
+        Path(report).write_text(json.dumps({"unavailable": str(e)}))
+        os._exit(0)
+    fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    sweep.runner.EnginePool = LocalPool  # type: ignore[misc]
+    try:
+        result["first"] = sweep.cli.main(argv)
+        result["stored_first"] = len(set(committed_ids(Path(out))))
+        result["temp_files"] = [str(p) for p in Path(out).rglob(".tmp-*")]
+        _mount("tmpfs", out, "tmpfs", 0x20, f"size={big_kb}k")  # MS_REMOUNT: space freed
+        result["second"] = sweep.cli.main(argv)
+        result["stored"] = committed_ids(Path(out))
+        from sweep.results import ResultStore
+
+        result["turns_ok"] = ResultStore(Path(out)).turns().height > 0
+    except BaseException:  # noqa: BLE001 - reported to the test, which fails with it
+        result["error"] = traceback.format_exc()
+    Path(report).write_text(json.dumps(result))
+    os._exit(0)
