@@ -322,10 +322,13 @@ def study_cases() -> list[Case]:
     out.append(case("study test split", {**STUDY, "overrides": []}, "split"))
     out.append(case("study space not yaml", with_value("search_space", "{tmp}/afile", STUDY), "afile"))
     out.append(case("study multi+pruner", {**STUDY, "objectives": ["accuracy", "tokens"], "pruner": "median"}, "pruner"))
-    for i, (param, expect) in enumerate(PARAMS):
+    for i, (param, what) in enumerate(PARAMS):
         space = {"method": "random", "params": {"k": param}}
-        out.append(case(f"space inline #{i}", with_value("search_space", space, STUDY), "search_space"))
-        out.append(case(f"space file #{i}", with_value("search_space", "space.yaml", STUDY), "space.yaml", space))
+        inline = case(f"space inline #{i}", with_value("search_space", space, STUDY), "search_space: params.k")
+        in_file = case(f"space file #{i}", with_value("search_space", "space.yaml", STUDY), "space.yaml: params.k", space)
+        for c in (inline, in_file):
+            c.extra["also"] = what  # the problem itself, named
+            out.append(c)
     for i, space in enumerate([{"method": "pear", "params": {"k": {"type": "int", "low": 1, "high": 2}}}, {"params": {}},
                                {"method": "random"}, {"method": "random", "params": {"kk": {"choices": [1]}}}, [1, 2],
                                {"method": "random", "params": {}, "extra": 1}, "k: [", b"\xff\xfe", "a: 1\na: 2\n"]):

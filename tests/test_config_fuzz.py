@@ -74,8 +74,9 @@ def problem(case: Case, code: object, err: str, changed: bool) -> str | None:
         return f"exit {code}: {err.strip()[-300:]}"
     if len(lines) != 1 or not lines[0].startswith("error: ") or "Traceback" in err:
         return f"not one error line: {err.strip()[-300:]!r}"
-    if case.expect not in lines[0]:
-        return f"does not name {case.expect!r}: {lines[0]}"
+    for fragment in (case.expect, case.extra.get("also", "")):
+        if fragment not in lines[0]:
+            return f"does not name {fragment!r}: {lines[0]}"
     if not any(w in lines[0] for w in FIX_WORDS):
         return f"says no fix: {lines[0]}"
     if changed:
