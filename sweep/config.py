@@ -128,7 +128,7 @@ class SweepConfig(_Strict):
     datasets: list[DatasetSpec] = Field(min_length=1, max_length=1000)
     methods: list[MethodEntry] = Field(min_length=1, max_length=1000)  # "name" is shorthand for {name: name}
     rounds: Rounds = 2
-    seeds: list[Seed] = Field(default_factory=lambda: [0], min_length=1, max_length=10_000)
+    seeds: list[Seed] = Field(default_factory=lambda: [0], min_length=1, max_length=1000)
     concurrency: Large = 64  # episodes in flight at once
     cache: bool = Field(True, strict=True)  # the LLM-call cache in <output_dir>/llm_cache.sqlite
     tracking: Tracking = Tracking()

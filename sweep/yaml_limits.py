@@ -1,7 +1,8 @@
 """Config YAML read with limits, so no file can hang or crash the validator: at most `MAX_BYTES`,
-UTF-8 only, nesting at most `MAX_DEPTH` deep, at most `MAX_ALIASES` aliases and `MAX_NODES` nodes once
-aliases are expanded (an alias bomb is refused, not walked), and no key twice in one mapping (YAML
-would silently keep the last). Every problem is a `ConfigError` naming the file and the line."""
+UTF-8 only, nesting at most `MAX_DEPTH` deep, at most `MAX_ALIASES` aliases, at most `MAX_NODES`
+values, also once aliases are expanded (an alias bomb is refused, not walked), and no key twice in
+one mapping (YAML would silently keep the last). Every problem is a `ConfigError` naming the file
+and the line."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from sweep.errors import ConfigError
 
-MAX_BYTES = 1_000_000
+# Pure-Python PyYAML composes ~20k nodes/s on a busy core: these keep any file under a second or so.
+MAX_BYTES = 256_000  # a config is a few KB
 MAX_DEPTH = 40
 MAX_ALIASES = 200
-MAX_NODES = 100_000
+MAX_NODES = 10_000  # counted while composing (so a huge flat list stops early) and with aliases expanded
 _MERGE = "tag:yaml.org,2002:merge"
 
 
@@ -27,6 +29,7 @@ class _Limited(yaml.SafeLoader):
         super().__init__(stream)
         self.depth = 0
         self.aliases = 0
+        self.nodes = 0
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         if self.check_event(yaml.AliasEvent):
@@ -34,7 +37,10 @@ class _Limited(yaml.SafeLoader):
             if self.aliases > MAX_ALIASES:
                 raise _Refused(f"more than {MAX_ALIASES} aliases (*name); write the values out", self.peek_event())
         self.depth += 1
+        self.nodes += 1
         try:
+            if self.nodes > MAX_NODES:
+                raise _Refused(f"more than {MAX_NODES:,} values; a config is far smaller", self.peek_event())
             if self.depth > MAX_DEPTH:
                 raise _Refused(f"nested more than {MAX_DEPTH} levels deep; flatten it", self.peek_event())
             return super().compose_node(parent, index)
