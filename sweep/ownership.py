@@ -192,7 +192,7 @@ class Claims:
                 self.mine.add(episode_id)
                 return True
             holder = _read_json(path)
-            if holder and all(holder.get(k) == v for k, v in self.driver.items()):
+            if self._is_me(holder):
                 self.mine.add(episode_id)
                 return True
             if not self._stale(path, holder):
@@ -222,12 +222,19 @@ class Claims:
                 return time.time() - path.stat().st_mtime > STALE_REMOTE_S * 30
         return not alive
 
+    def _is_me(self, holder: dict[str, Any]) -> bool:
+        """Whether a claim is this driver's (made by this process, maybe by an earlier run in it)."""
+        return bool(holder) and all(holder.get(k) == v for k, v in self.driver.items())
+
     def held_by_others(self, episode_ids: set[str]) -> set[str]:
         """Those of `episode_ids` claimed by another driver that is still alive."""
         held = set()
         for eid in episode_ids - self.mine:
             path = self.dir / eid
-            if path.exists() and not self._stale(path, _read_json(path)):
+            if not path.exists():
+                continue
+            holder = _read_json(path)
+            if not self._is_me(holder) and not self._stale(path, holder):
                 held.add(eid)
         return held
 

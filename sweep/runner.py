@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,7 +98,12 @@ def _run_owned(
     if not todo and not held:
         console.print(f"[green]all {len(plan.tasks)} episodes are already done[/]: no model call made")
     elif todo:
-        outcome.stats = _run_episodes(cfg, todo, store, address, console, claims)
+        try:
+            outcome.stats = _run_episodes(cfg, todo, store, address, console, claims)
+        except BaseException:
+            with contextlib.suppress(Exception):  # let a worker (or the rerun) have what we gave up
+                claims.release(claims.mine - store.done_ids())
+            raise
     if worker:
         console.print("worker: done with the unclaimed episodes; the owner of the output dir logs to MLflow")
         outcome.summary = summarize(plan, store)

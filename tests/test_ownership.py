@@ -101,6 +101,8 @@ def test_claims_give_an_episode_to_one_driver_and_dead_ones_lose_theirs(tmp_path
     assert mine.take("e2")  # the holder died: taken over
     (tmp_path / "claims" / "e3").write_text("")  # a half-made claim (made by an older version)
     assert mine.take("e3")
+    again = Claims(tmp_path)  # a later run in this same process: its own claims are not others'
+    assert again.held_by_others({"e1", "e2", "e3"}) == set() and again.take("e1")
     mine.release({"e1"})
     assert not (tmp_path / "claims" / "e1").exists() and (tmp_path / "claims" / "e2").exists()
     mine.clear()

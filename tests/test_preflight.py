@@ -56,8 +56,17 @@ def test_a_dead_tracking_server_is_one_line_with_the_no_tracking_hint() -> None:
 
 
 def test_a_hung_tracking_server_times_out(silent_server: int) -> None:
-    with pytest.raises(Unreachable, match="did not answer within 1 s"):
-        check_tracking(f"http://127.0.0.1:{silent_server}", timeout_s=1.0)
+    def hang(signum: int, frame: object) -> None:
+        raise AssertionError("the probe waited far beyond its timeout")
+
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(30)  # a hang detector for a 1 s timeout, not a speed test
+    try:
+        with pytest.raises(Unreachable, match="did not answer within 1 s"):
+            check_tracking(f"http://127.0.0.1:{silent_server}", timeout_s=1.0)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def test_a_live_tracking_server_and_local_uris_pass() -> None:

@@ -29,8 +29,8 @@ def leftovers(root: Path) -> list[str]:
 
 
 class FailingWrites:
-    """`write_atomic` that raises for parts holding `bad_episode`, or with ENOSPC for an episodes
-    part of more rows than `room` episodes (the room left)."""
+    """`write_atomic` that raises on the episodes file of a part holding `bad_episode`, or with ENOSPC
+    for an episodes part of more rows than `room` episodes (the room left)."""
 
     def __init__(self, bad_episode: str | None = None, room: int | None = None) -> None:
         self.bad, self.room, self.real = bad_episode, room, sweep.results.write_atomic
@@ -38,7 +38,9 @@ class FailingWrites:
     def __call__(self, table: pa.Table, path: Path) -> None:
         if self.room is not None and path.parent.name == "episodes" and table.num_rows > self.room:
             raise OSError(errno.ENOSPC, "No space left on device")
-        if self.bad is not None and "episode_id" in table.column_names and self.bad in table.column("episode_id").to_pylist():
+        # The commit marker (the episodes file) fails, after the part's turns and rounds were written.
+        marker = path.parent.name == "episodes"
+        if self.bad is not None and marker and self.bad in table.column("episode_id").to_pylist():
             raise OSError(errno.EIO, "Input/output error")
         self.real(table, path)
         if self.room is not None and path.parent.name == "episodes":
@@ -156,4 +158,4 @@ def test_an_owner_cleans_crash_leftovers_but_never_a_write_in_progress(tmp_path:
     owner = ResultStore(tmp_path, orphans_before=took_over)
     assert owner.done_ids() == {"e1"}
     assert not crashed.exists() and writing.exists()
-    assert ResultStore(tmp_path).done_ids() == {"e1"} and crashed.exists() is False
+    assert ResultStore(tmp_path).done_ids() == {"e1"}
