@@ -136,3 +136,30 @@ def test_racing_drivers_claim_each_episode_exactly_once(tmp_path: Path) -> None:
         p.join(timeout=60)
     flat = [e for w in won for e in w]
     assert sorted(flat) == ids  # every episode claimed by exactly one driver
+
+
+def test_a_study_locks_its_output_dir_and_a_storage_file_kept_elsewhere(tmp_path: Path) -> None:
+    from sweep.study.cli import study_locks
+    from sweep.study.config import load_study
+    from tests.conftest import ROOT
+
+    example = ROOT / "examples" / "study_random_simulated.yaml"
+    inside = load_study(example, out=str(tmp_path / "a"))
+    assert [lk.path for lk in study_locks(inside)] == [tmp_path / "a" / LOCK_FILE]
+    journal = tmp_path / "shared" / "study.journal"
+    setup = load_study(example, sets=[f"storage=journal:{journal}"], out=str(tmp_path / "b"))
+    first = study_locks(setup)
+    assert [lk.path for lk in first] == [tmp_path / "b" / LOCK_FILE, journal.with_name("study.journal.owner")]
+    for lock in first:
+        lock.acquire()
+    try:
+        # Another output dir on the same storage file: refused by the storage's lock.
+        other = load_study(example, sets=[f"storage=journal:{journal}"], out=str(tmp_path / "c"))
+        locks = study_locks(other)
+        assert locks[0].acquire() == "owner"
+        with pytest.raises(OutputBusy, match=f"storage journal:{journal}: in use by another driver"):
+            locks[1].acquire()
+        locks[0].release()
+    finally:
+        for lock in first:
+            lock.release()
