@@ -102,13 +102,18 @@ class DirLock:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            flocked = True
         except BlockingIOError:
             os.close(fd)
             return self._busy(join)
+        except OSError:  # a filesystem without flock (some NFS setups): the owner's record decides
+            flocked = False
         owner = _read_json(self.path)
-        remote = driver_alive(owner) is None and owner.get("host")
-        if remote and time.time() - self.path.stat().st_mtime < STALE_REMOTE_S:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+        alive = driver_alive(owner) if owner.get("host") else False
+        fresh = time.time() - self.path.stat().st_mtime < STALE_REMOTE_S
+        if (alive is None and fresh) or (alive and not flocked and owner.get("pid") != os.getpid()):
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
             return self._busy(join)
         self._fd, self.role, self.acquired_at = fd, "owner", time.time()
@@ -134,7 +139,8 @@ class DirLock:
                 f"{self.sweep_id}); --join only with the same config and --set overrides"
             )
         wfd = os.open(self.path.with_name(WORKERS_FILE), os.O_RDWR | os.O_CREAT, 0o644)
-        fcntl.flock(wfd, fcntl.LOCK_SH)
+        with contextlib.suppress(OSError):  # without flock, the owner just cannot see its workers
+            fcntl.flock(wfd, fcntl.LOCK_SH)
         self._workers_fd, self.role, self.acquired_at = wfd, "worker", time.time()
         return "worker"
 
@@ -148,6 +154,8 @@ class DirLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return True
+        except OSError:
+            return False
         finally:
             os.close(fd)  # closing drops the probe's lock
         return False

@@ -62,9 +62,12 @@ def output_dir(value: object, field: str = "output_dir") -> Path:
             entries = sorted(p.name for p in path.iterdir())
         except OSError as e:
             raise ConfigError(f"{field}: {path} cannot be read ({e.strerror}); check its permissions") from None
-        if entries and not set(entries) & set(MARKERS):
+        # Configs kept next to their results and hidden files (.gitignore) are fine; other files mean
+        # the dir is someone else's (a source tree, a data folder) unless results are already there.
+        foreign = [e for e in entries if not e.startswith(".") and not e.endswith((".yaml", ".yml"))]
+        if foreign and not set(entries) & set(MARKERS):
             raise ConfigError(
-                f"{field}: {path} already holds other files (e.g. {entries[0]!r}) and no sweep results; "
+                f"{field}: {path} already holds other files (e.g. {foreign[0]!r}) and no sweep results; "
                 "give a new or empty directory"
             )
     return path

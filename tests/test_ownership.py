@@ -163,3 +163,27 @@ def test_a_study_locks_its_output_dir_and_a_storage_file_kept_elsewhere(tmp_path
     finally:
         for lock in first:
             lock.release()
+
+
+def test_without_flock_the_owners_record_decides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    import sweep.ownership
+
+    def no_flock(fd: int, op: int) -> None:
+        raise OSError(errno.ENOLCK, "No locks available")  # as on some NFS mounts
+
+    monkeypatch.setattr(sweep.ownership.fcntl, "flock", no_flock)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        live = {"host": socket.gethostname(), "pid": sleeper.pid, "started": _ticks(sleeper.pid)}
+        (tmp_path / LOCK_FILE).write_text(json.dumps(live))
+        with pytest.raises(OutputBusy, match=f"pid {sleeper.pid} "):
+            DirLock.for_output(tmp_path).acquire()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    lock = DirLock.for_output(tmp_path)
+    assert lock.acquire() == "owner"  # its owner is gone
+    assert json.loads((tmp_path / LOCK_FILE).read_text())["pid"] == os.getpid()
+    lock.release()
