@@ -61,3 +61,22 @@ def test_a_kill_inside_mlflow_logging_is_logged_once_on_rerun(tmp_path: Path, dr
     assert len(parents) == 1 and len(children) == 4  # 2 methods x 2 seeds, none twice
     assert all(r.data.tags[TAG_N_EPISODES] == "3" for r in children)
     assert_exactly_once(out, planned(path))
+
+
+def test_sigterm_stops_a_driver_like_ctrl_c(tmp_path: Path, drivers: Drivers) -> None:
+    import os
+    import signal
+    import time
+
+    path = sweep_config(tmp_path, limit=15, latency=0.05)
+    out, log = tmp_path / "out", tmp_path / "driver.log"
+    proc = drivers.start(["run", str(path)], log)
+    deadline = time.monotonic() + 120
+    while not committed_ids(out) and time.monotonic() < deadline and proc.is_alive():
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.join(120)
+    assert proc.exitcode == 1 and "interrupted: finished episodes are stored" in log.read_text(), log.read_text()[-2000:]
+    assert "Traceback" not in log.read_text()
+    assert drivers.run(["run", str(path)], log) == 0  # the lock was let go; the rest runs now
+    assert_exactly_once(out, planned(path))
