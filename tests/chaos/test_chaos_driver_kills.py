@@ -21,7 +21,7 @@ WORST_MOMENTS = [("parquet", 1), ("claim", 3), ("parquet", 2), ("lock", 1), ("pa
 
 
 def test_twenty_five_driver_kills_lose_and_duplicate_nothing(tmp_path: Path, drivers: Drivers) -> None:
-    path = sweep_config(tmp_path, limit=40, latency=0.02)
+    path = sweep_config(tmp_path, limit=50, latency=0.1, concurrency=2)  # 200 episodes: more than 20 short runs do
     want, out, log = planned(path), tmp_path / "out", tmp_path / "driver.log"
     argv = ["run", str(path)]
     rng = random.Random(16)
@@ -35,7 +35,7 @@ def test_twenty_five_driver_kills_lose_and_duplicate_nothing(tmp_path: Path, dri
             break
         left = len(want - set(committed_ids(out)))
         # Late in the sweep, kill early in the run (start-up, lock, claims): a kill must still land.
-        delay = rng.uniform(0.2, 1.2) if left > len(want) // 4 else rng.uniform(0.1, 0.4)
+        delay = rng.uniform(0.2, 1.0) if left > len(want) // 4 else rng.uniform(0.1, 0.4)
         kills += drivers.kill_after(drivers.start(argv, log), delay)
     assert kills >= len(WORST_MOMENTS) + RANDOM_KILLS
     stored = set(committed_ids(out))
