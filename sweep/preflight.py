@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 PROBE_TIMEOUT_S = 5.0
 # MLflow's HTTP client defaults wait 120 s per request and retry 7 times with backoff: a dead server
 # mid-run would hold the driver for many minutes. Users may still set their own.
-MLFLOW_HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "20", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2"}
+MLFLOW_HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "15", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1"}
 
 
 class Unreachable(RuntimeError):
