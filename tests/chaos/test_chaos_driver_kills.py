@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
+from sweep.results import ResultStore
 from sweep.tracking import TAG_N_EPISODES, TAG_PARENT
 from tests.chaos.conftest import planned, sweep_config
 from tests.chaos.harness import Drivers, assert_exactly_once, committed_ids
@@ -21,7 +22,9 @@ WORST_MOMENTS = [("parquet", 1), ("claim", 3), ("parquet", 2), ("lock", 1), ("pa
 
 
 def test_twenty_five_driver_kills_lose_and_duplicate_nothing(tmp_path: Path, drivers: Drivers) -> None:
-    path = sweep_config(tmp_path, limit=50, latency=0.1, concurrency=2)  # 200 episodes: more than 20 short runs do
+    tracked = {"tracking": {"enabled": True}}
+    # 200 episodes: more than 20 short runs do
+    path = sweep_config(tmp_path, limit=50, latency=0.1, concurrency=2, **tracked)
     want, out, log = planned(path), tmp_path / "out", tmp_path / "driver.log"
     argv = ["run", str(path)]
     rng = random.Random(16)
@@ -44,6 +47,21 @@ def test_twenty_five_driver_kills_lose_and_duplicate_nothing(tmp_path: Path, dri
     assert drivers.run(argv, log) == 0, log.read_text()[-3000:]
     assert_exactly_once(out, want)
     assert not (out / "claims").exists()  # the sweep is complete: no claim is needed any more
+    # The same answers and token counts as one uninterrupted run, and one MLflow child per group.
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    assert drivers.run(["run", str(sweep_config(clean, limit=50, latency=0.1, concurrency=8, **tracked))], log) == 0
+    assert outcomes(out) == outcomes(clean / "out")
+    runs = MlflowClient(f"sqlite:///{out / 'mlflow.db'}").search_runs(["1"], max_results=1000)
+    children = [r for r in runs if TAG_PARENT in r.data.tags]
+    assert len(runs) - len(children) == 1 and len(children) == 4  # 2 methods x 2 seeds, none twice
+    assert all(r.data.tags[TAG_N_EPISODES] == "50" for r in children)
+
+
+def outcomes(out: Path) -> dict[str, tuple[object, ...]]:
+    ep = ResultStore(out).episodes()
+    cols = ("final_answer", "round_answers", "prompt_tokens", "completion_tokens", "calls")
+    return {row["episode_id"]: tuple(row[c] for c in cols) for row in ep.iter_rows(named=True)}
 
 
 def test_a_kill_inside_mlflow_logging_is_logged_once_on_rerun(tmp_path: Path, drivers: Drivers) -> None:
