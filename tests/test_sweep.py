@@ -181,6 +181,7 @@ def test_sigkill_mid_sweep_then_rerun_loses_and_duplicates_nothing(tmp_path: Pat
 
 def test_ray_job_submit_round_trip(tmp_path: Path, ray_head: RayHead) -> None:
     out = tmp_path / "job-out"
+    submission = f"sweep-test-{os.getpid()}-{time.monotonic_ns()}"
     cmd = [
         str(Path(sys.executable).parent / "ray"),
         "job",
@@ -189,6 +190,8 @@ def test_ray_job_submit_round_trip(tmp_path: Path, ray_head: RayHead) -> None:
         ray_head.dashboard,
         "--working-dir",
         str(ROOT),
+        "--submission-id",
+        submission,
         "--",
         sys.executable,
         "-m",
@@ -202,7 +205,8 @@ def test_ray_job_submit_round_trip(tmp_path: Path, ray_head: RayHead) -> None:
         "--set",
         "seeds=[0]",
     ]
-    for _ in range(6):
+    for attempt in range(6):
+        cmd[cmd.index("--submission-id") + 1] = submission = f"{submission.split('.')[0]}.{attempt}"
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
         # Ray answers 500 "No available agent ... try again later" while its job agent re-registers.
         if "No available agent" not in proc.stderr:
@@ -213,6 +217,12 @@ def test_ray_job_submit_round_trip(tmp_path: Path, ray_head: RayHead) -> None:
     ep = ResultStore(out).episodes()
     assert ep.height == 5 * 4  # five methods x four items x one seed
     assert (out / "mlflow.db").is_file()
+    # The job's driver attached to this head: a driver that ignored RAY_ADDRESS and started a Ray of
+    # its own would have registered with that one, leaving the head's record of the job driverless.
+    from ray.job_submission import JobSubmissionClient
+
+    job = JobSubmissionClient(ray_head.dashboard).get_job_info(submission)
+    assert job.driver_info is not None and job.job_id is not None, job
 
 
 def test_an_identical_sweep_is_served_by_the_call_cache(tmp_path: Path, ray_driver: RayHead) -> None:
