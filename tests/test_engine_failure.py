@@ -57,7 +57,9 @@ class _Handler(BaseHTTPRequestHandler):
             payload = {
                 "id": "chatcmpl-1",
                 "object": "chat.completion",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                ],
                 "usage": {"prompt_tokens": 20, "completion_tokens": 9},
             }
             status, data = 200, json.dumps(payload).encode()
