@@ -6,7 +6,7 @@ import difflib
 from collections.abc import Callable
 from typing import Any
 
-from actors.arguments import ArgsCheck, check_args
+from actors.arguments import ArgsCheck, check_args, declared
 from actors.base import Backend
 
 BackendFactory = Callable[..., Backend]
@@ -39,6 +39,13 @@ def check_engine_args(engine: str, model: str, args: dict[str, Any]) -> None:
 def engine_names() -> list[str]:
     _load_builtins()
     return sorted(_ENGINES)
+
+
+def engine_arguments(engine: str) -> dict[str, Any]:
+    """The arguments a config may give engine `engine`, with their defaults (`inspect.Parameter.empty`
+    when required)."""
+    _load_builtins()
+    return {n: p.default for n, p in declared(_ENGINES[engine]).items()}
 
 
 def unknown_name_message(kind: str, name: str, known: list[str]) -> str:

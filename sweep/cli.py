@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from sweep import data_cli
+from sweep import data_cli, listing
 from sweep.config import ConfigError, SweepConfig, load_config
 from sweep.ownership import DirLock
 from sweep.preflight import TrackingFailed, Unreachable, preflight
@@ -25,10 +25,54 @@ from sweep.study import cli as study_cli
 from sweep.view import cli as view_cli
 
 
+def _version() -> str:
+    """The installed distribution's version (pyproject's), and Ray's, MLflow's and Optuna's pins."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        own = version("debate-sweep")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        own = "unknown (not installed)"
+    deps = []
+    for dist in ("ray", "mlflow", "optuna", "vllm"):
+        try:
+            deps.append(f"{dist} {version(dist)}")
+        except PackageNotFoundError:
+            continue
+    return f"{own} ({', '.join(deps)})" if deps else own
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number; e.g. --limit 5")
+    return int(text)
+
+
+def with_limit(cfg: SweepConfig, n: int) -> SweepConfig:
+    """`cfg` with at most `n` items per dataset (the first n of the subset the dataset entry picks)."""
+    datasets = [ds.model_copy(update={"limit": min(ds.limit or n, n)}) for ds in cfg.datasets]
+    return cfg.model_copy(update={"datasets": datasets})
+
+
+def _dry_run(cfg: SweepConfig, plan: Any) -> str:
+    """What `sweep run` would do now, read from the output dir without writing to it."""
+    from sweep.results import ResultStore
+
+    out_dir = Path(cfg.output_dir).resolve()
+    stored = ResultStore.peek_ids(out_dir)
+    todo = [t for t in plan.tasks if t.episode_id not in stored]
+    return (
+        f"dry run: {len(plan.tasks)} episodes planned, {len(plan.tasks) - len(todo)} already stored in "
+        f"{out_dir}, {len(todo)} to run (up to {plan.calls()} model calls for the whole plan); "
+        "nothing was started or written"
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="sweep", description="Multi-agent debate sweeps on Ray, logged to MLflow."
     )
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     def with_config(name: str, help: str) -> argparse.ArgumentParser:
@@ -43,9 +87,13 @@ def _parser() -> argparse.ArgumentParser:
             help="override a config value, e.g. --set rounds=3 --set datasets.0.limit=5",
         )
         s.add_argument("--out", help="output dir (overrides output_dir)")
+        s.add_argument(
+            "--limit", type=_positive, metavar="N", help="at most N items of each dataset (a quick look)"
+        )
         return s
 
     data_cli.add_parser(sub)
+    listing.add_parser(sub)
     study_cli.add_parser(sub)
     report_cli.add_parser(sub)
     view_cli.add_parser(sub)
@@ -58,6 +106,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-tracking", action="store_true", help="skip MLflow")
     run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="say what would run (episodes stored and to run, model calls); start and write nothing",
+    )
+    run.add_argument(
         "--join",
         action="store_true",
         help="if another driver owns the output dir, help it: run only episodes nobody has claimed",
@@ -69,6 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "data":
         return data_cli.run(args)
+    if args.command == "list":
+        return listing.run(args)
     if args.command == "study":
         return study_cli.run(args)
     if args.command in ("report", "view"):
@@ -78,6 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     err = Console(stderr=True, soft_wrap=True)
     try:
         cfg = load_config(args.config, args.overrides, args.out)
+        if args.limit is not None:
+            cfg = with_limit(cfg, args.limit)
         from sweep.plan import build_plan
 
         plan = build_plan(cfg)  # the datasets load: an offset past the end is a config error too
@@ -89,6 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             out.print(
                 f"{len(plan.groups)} groups, {len(plan.tasks)} episodes, up to {plan.calls()} model calls"
             )
+            return 0
+        if args.dry_run:
+            out.print(_plan_table(cfg, plan))
+            out.print(_dry_run(cfg, plan))
             return 0
         if args.no_tracking:
             cfg = cfg.model_copy(update={"tracking": cfg.tracking.model_copy(update={"enabled": False})})

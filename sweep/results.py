@@ -120,6 +120,18 @@ class ResultStore:
                     removed.append(path)
         return removed
 
+    @staticmethod
+    def peek_ids(out_dir: Path) -> set[str]:
+        """Ids of the episodes committed in `out_dir`, read without changing anything there (no
+        recovery, no quarantine: an unreadable part's episodes are left out) — for a dry run."""
+        ids: set[str] = set()
+        for path in sorted((Path(out_dir) / "episodes").glob(_PART_GLOB)):
+            try:
+                ids.update(pq.read_table(path, columns=["episode_id"]).column("episode_id").to_pylist())
+            except (OSError, pa.ArrowException):
+                continue
+        return ids
+
     def done_ids(self) -> set[str]:
         """Ids of every committed episode (after cleaning up crash leftovers). A part that cannot be
         read is quarantined (`sweep.repair`), so its episodes count as not done and run again."""

@@ -1,0 +1,89 @@
+"""The flags people reach for first: --version, `sweep list`, --limit and --dry-run."""
+
+from __future__ import annotations
+
+import subprocess
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from actors.registry import engine_names
+from data.registry import CATALOG
+from debate.methods import METHODS
+from sweep.cli import main
+from sweep.config import load_config
+from sweep.plan import build_plan
+from tests.conftest import ROOT, RayHead, sweep_cmd
+
+SIMULATED = str(ROOT / "examples" / "simulated.yaml")
+
+
+def test_version_names_the_package_and_its_engines(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    printed = capsys.readouterr().out
+    assert f"sweep {version('debate-sweep')}" in printed
+    assert f"ray {version('ray')}" in printed and f"mlflow {version('mlflow')}" in printed
+
+
+@pytest.mark.parametrize(
+    ("what", "names"),
+    [("benchmarks", sorted(CATALOG)), ("methods", sorted(METHODS)), ("engines", engine_names())],
+)
+def test_list_shows_every_registered_name(
+    what: str, names: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["list", what]) == 0
+    rows = {
+        line.split("│")[1].strip() for line in capsys.readouterr().out.splitlines() if line.startswith("│")
+    }
+    assert set(names) <= rows and len(names) >= 4
+
+
+def test_list_shows_defaults_from_the_code(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["list", "methods"])
+    assert "selection_temperature=0.7" in capsys.readouterr().out  # PEAR's default, from its dataclass
+    main(["list", "engines"])
+    assert "skill=0.6" in capsys.readouterr().out  # the simulated engine's signature
+
+
+def test_limit_caps_every_dataset_and_keeps_a_smaller_limit(tmp_path: Path) -> None:
+    cfg = load_config(SIMULATED, ["datasets.0.limit=40"], str(tmp_path / "out"))
+    from sweep.cli import with_limit
+
+    assert [d.limit for d in with_limit(cfg, 3).datasets] == [3]
+    assert [d.limit for d in with_limit(cfg, 100).datasets] == [40]
+    assert len(build_plan(with_limit(cfg, 3)).tasks) == 5 * 3 * 2  # methods x items x seeds
+
+
+@pytest.mark.parametrize("bad", ["0", "-2", "2.5", "many"])
+def test_a_bad_limit_is_a_usage_error(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["plan", SIMULATED, "--limit", bad])
+    assert exit_.value.code == 2
+    assert "--limit" in capsys.readouterr().err
+
+
+def test_dry_run_counts_what_is_stored_and_writes_nothing(tmp_path: Path, ray_head: RayHead) -> None:
+    out = tmp_path / "out"
+    dry = subprocess.run(
+        sweep_cmd("run", SIMULATED, "--out", str(out), "--limit", "3", "--dry-run"),
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    assert "30 episodes planned, 0 already stored" in dry.stdout and "30 to run" in dry.stdout
+    assert not out.exists()  # no dir, no lock, no config copy
+    real = subprocess.run(
+        sweep_cmd("run", SIMULATED, "--out", str(out), "--limit", "2", "--no-tracking", "--address", ray_head.address),
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert real.returncode == 0, real.stderr[-2000:]
+    before = sorted(p.name for p in out.rglob("*"))
+    dry = subprocess.run(
+        sweep_cmd("run", SIMULATED, "--out", str(out), "--limit", "3", "--dry-run"),
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert "30 episodes planned, 20 already stored" in dry.stdout and "10 to run" in dry.stdout, dry.stdout
+    assert sorted(p.name for p in out.rglob("*")) == before
