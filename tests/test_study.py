@@ -184,6 +184,7 @@ def test_a_multi_objective_study_reports_its_pareto_set(
     done = [t for t in study.trials if t.state == TrialState.COMPLETE]
     front = study.best_trials
     assert len(done) == 6 and front
+    assert study.metric_names == ["accuracy", "tokens"]  # named in Optuna's dashboard and plots
     for t in front:  # nobody beats a Pareto trial on accuracy (up) and tokens (down) at once
         assert not any(
             o.values[0] >= t.values[0] and o.values[1] <= t.values[1] and o.values != t.values for o in done

@@ -9,6 +9,7 @@ import fcntl
 import os
 import socket
 import time
+import warnings
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -121,6 +122,10 @@ def open_study(setup: StudySetup, lock: StudyLock) -> optuna.Study:
             study.set_user_attr("method", cfg.method.name)
             study.set_user_attr("objectives", cfg.objectives)
             study.set_user_attr("search_space", setup.space.to_dict())
+            # Optuna's dashboard and plots then say "accuracy", not "Objective 0".
+            with warnings.catch_warnings():  # experimental since Optuna 3.2, stable in use
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                study.set_metric_names(list(cfg.objectives))
         elif found != setup.fingerprint():
             raise ConfigError(
                 f"name: study '{cfg.name}' in {setup.storage_url()} was created from another base sweep, "
