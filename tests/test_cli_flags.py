@@ -87,3 +87,18 @@ def test_dry_run_counts_what_is_stored_and_writes_nothing(tmp_path: Path, ray_he
     )  # fmt: skip
     assert "30 episodes planned, 20 already stored" in dry.stdout and "10 to run" in dry.stdout, dry.stdout
     assert sorted(p.name for p in out.rglob("*")) == before
+
+
+def test_ray_token_notice_is_dropped_and_other_ray_warnings_kept(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from sweep.ray_runtime import _quiet_token_notice
+
+    _quiet_token_notice()
+    log = logging.getLogger("ray._private.authentication.authentication_token_setup")
+    with caplog.at_level(logging.WARNING, logger=log.name):
+        log.warning(
+            "Token authentication is enabled for this Ray cluster. Set RAY_AUTH_MODE=disabled to opt out."
+        )
+        log.warning("Token authentication is disabled for this Ray cluster. Anyone with network access ...")
+    assert [r.getMessage()[:40] for r in caplog.records] == ["Token authentication is disabled for thi"]
