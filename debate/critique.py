@@ -197,16 +197,42 @@ def revise_schema(sources: Sequence[int]) -> dict[str, Any]:
     return {"type": "object", "properties": props, "required": list(props)}
 
 
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def answer_property(kind: str, n_choices: int = 0) -> dict[str, Any]:
+    """The reply's `answer` under structured output, typed by the item's answer kind: a JSON number
+    (numeric), one of the option letters (choice), a bounded string (math: LaTeX has no shape to
+    check)."""
+    if kind == "choice" and 0 < n_choices <= len(_LETTERS):
+        return {"enum": list(_LETTERS[:n_choices])}
+    if kind == "numeric":
+        # A JSON number, not a string with a pattern: llama.cpp's grammar converter (0.3.36) refuses
+        # every pattern we tried, and a number cannot be a list or a copy of the prompt's placeholder.
+        return {"type": "number"}
+    return {"type": "string", "maxLength": 200}
+
+
+def _typed(schema: dict[str, Any], answer: dict[str, Any] | None) -> dict[str, Any]:
+    if answer is None or "answer" not in schema.get("properties", {}):
+        return schema
+    return {**schema, "properties": {**schema["properties"], "answer": answer}}
+
+
 def structured_schema(
-    phase: str, ids: Sequence[int], base: Mapping[str, Any] | None, style: str = "pear"
+    phase: str,
+    ids: Sequence[int],
+    base: Mapping[str, Any] | None,
+    style: str = "pear",
+    answer: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """The JSON schema for one call when the seat uses structured output (`base`, its reply schema;
     None when it does not): critiques and revisions have their own shapes, and RUMAD's free-text
-    prompts get none."""
+    prompts get none. `answer` (`answer_property`) types the reply's answer for the item."""
     if base is None or style != "pear":
         return None
     if phase == "critique":
         return critique_schema(ids)
     if phase == "revise":
-        return revise_schema(ids)
-    return dict(base)
+        return _typed(revise_schema(ids), answer)
+    return _typed(dict(base), answer)

@@ -18,7 +18,7 @@ import numpy as np
 
 from actors.base import Backend, ChatRequest, Completion
 from data.types import Grader, Sample
-from debate.critique import read_reviews, read_verdicts, structured_schema
+from debate.critique import answer_property, read_reviews, read_verdicts, structured_schema
 from debate.decision import Decision
 from debate.methods import Method
 from debate.parsing import parse_reply
@@ -160,7 +160,13 @@ def _request(
         temperature=seat.temperature,
         top_p=seat.top_p,
         seed=seed,
-        json_schema=structured_schema(call.phase, call.sources, seat.json_schema, style),
+        json_schema=structured_schema(
+            call.phase,
+            call.sources,
+            seat.json_schema,
+            style,
+            answer_property(sample.kind, len(sample.choices)),
+        ),
         hints=hints,
     )
 

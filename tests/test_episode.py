@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Sequence
+from typing import Any
+
+import pytest
 
 from actors.base import ChatRequest, Completion
 from data.graders import NumericGrader
@@ -221,13 +224,42 @@ def test_structured_output_gets_a_schema_per_phase() -> None:
     method = build_method("fixed", {"topology": "ring", "protocol": "critique_revise"})
     asyncio.run(run_episode(method, team, SAMPLE, NumericGrader(), 0, 1, "toy"))
     by_phase = {(q.hints["phase"], q.hints["agent"]): q.json_schema for q in backend.seen}
-    assert by_phase[("initial", 0)] == REPLY_SCHEMA
+    initial = by_phase[("initial", 0)]
+    assert initial is not None and initial["properties"]["answer"] == {"type": "number"}  # a numeric item
+    assert {k: v for k, v in initial["properties"].items() if k != "answer"} == {
+        k: v
+        for k, v in REPLY_SCHEMA["properties"].items()
+        if k != "answer"  # type: ignore[attr-defined]
+    }
     critique = by_phase[("critique", 0)]
     assert critique is not None and critique["properties"]["reviews"]["items"]["properties"]["target"] == {
         "enum": [2]
     }
     revise = by_phase[("revise", 1)]
     assert revise is not None and revise["properties"]["critique_response"]["required"] == ["1"]
+    assert revise["properties"]["answer"] == {"type": "number"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "n_choices", "answer"),
+    [
+        ("numeric", 0, {"type": "number"}),
+        ("choice", 4, {"enum": ["A", "B", "C", "D"]}),
+        ("choice", 10, {"enum": list("ABCDEFGHIJ")}),
+        ("math", 0, {"type": "string", "maxLength": 200}),
+    ],
+)
+def test_the_reply_schema_types_the_answer_by_the_items_kind(
+    kind: str, n_choices: int, answer: dict[str, Any]
+) -> None:
+    from debate.critique import answer_property, structured_schema
+    from debate.prompts import REPLY_SCHEMA
+
+    assert answer_property(kind, n_choices) == answer
+    schema = structured_schema("initial", [], REPLY_SCHEMA, "pear", answer_property(kind, n_choices))
+    assert schema is not None and schema["properties"]["answer"] == answer
+    assert REPLY_SCHEMA["properties"]["answer"] == {"type": "string", "maxLength": 200}  # type: ignore[index]
+    assert structured_schema("initial", [], REPLY_SCHEMA, "rumad", answer) is None  # free-text prompts
 
 
 def test_every_router_runs_under_both_protocols_with_the_simulated_backend() -> None:

@@ -15,7 +15,7 @@ from actors.base import ChatRequest
 from actors.registry import build_backend
 from data.registry import load_benchmark
 from debate import prompts
-from debate.critique import structured_schema
+from debate.critique import answer_property, structured_schema
 from sweep.config import load_config
 from sweep.pool import build_agents
 from sweep.runner import run_sweep
@@ -53,7 +53,9 @@ def test_one_item_of_the_main_job_through_the_ray_actor(tmp_path: Path, ray_driv
         temperature=agent.temperature,
         top_p=agent.top_p,
         seed=first["seed"],
-        json_schema=structured_schema("initial", (), agent.json_schema, "pear"),
+        json_schema=structured_schema(
+            "initial", (), agent.json_schema, "pear", answer_property(sample.kind, len(sample.choices))
+        ),
     )
     (again,) = asyncio.run(local.generate([request]))
     assert again.text == first["text"]
