@@ -4,6 +4,7 @@ resume after SIGKILL, and the `ray job submit` round trip."""
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -179,35 +180,33 @@ def test_sigkill_mid_sweep_then_rerun_loses_and_duplicates_nothing(tmp_path: Pat
     assert set(rows) == planned
 
 
-def test_ray_job_submit_round_trip(tmp_path: Path, ray_head: RayHead) -> None:
-    out = tmp_path / "job-out"
-    submission = f"sweep-test-{os.getpid()}-{time.monotonic_ns()}"
-    cmd = [
-        str(Path(sys.executable).parent / "ray"),
-        "job",
-        "submit",
-        "--address",
-        ray_head.dashboard,
-        "--working-dir",
-        str(ROOT),
-        "--submission-id",
-        submission,
-        "--",
-        sys.executable,
-        "-m",
-        "sweep",
-        "run",
-        "examples/simulated.yaml",
-        "--out",
-        str(out),
-        "--set",
-        "datasets.0.limit=4",
-        "--set",
-        "seeds=[0]",
+def readme_job_submit_line() -> str:
+    """The README's one-machine `ray job submit` line, as written there."""
+    lines = [
+        ln
+        for ln in (ROOT / "README.md").read_text().splitlines()
+        if ln.startswith(".venv/bin/ray job submit")
     ]
-    for attempt in range(6):
-        cmd[cmd.index("--submission-id") + 1] = submission = f"{submission.split('.')[0]}.{attempt}"
-        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_ray_job_submit_round_trip(tmp_path: Path, ray_head: RayHead) -> None:
+    """The README's line, run by bash from the checkout with the venv NOT on PATH (as a user who did
+    not activate it): the job must find the project's python through its runtime_env."""
+    out = tmp_path / "job-out"
+    line = readme_job_submit_line()
+    assert "http://127.0.0.1:8265" in line and '"$PWD/runs/job"' in line
+    line = line.replace("http://127.0.0.1:8265", ray_head.dashboard).replace(
+        '"$PWD/runs/job"', shlex.quote(str(out))
+    )
+    venv_bin = str(Path(sys.executable).parent)
+    path = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep) if d and d != venv_bin)
+    env = {**os.environ, "PATH": path}
+    for _ in range(6):
+        proc = subprocess.run(
+            ["bash", "-c", line], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+        )
         # Ray answers 500 "No available agent ... try again later" while its job agent re-registers.
         if "No available agent" not in proc.stderr:
             break
@@ -215,13 +214,13 @@ def test_ray_job_submit_round_trip(tmp_path: Path, ray_head: RayHead) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "succeeded" in proc.stdout + proc.stderr
     ep = ResultStore(out).episodes()
-    assert ep.height == 5 * 4  # five methods x four items x one seed
+    assert ep.height == 5 * 4 * 2  # five methods x four items (--limit 4) x two seeds
     assert (out / "mlflow.db").is_file()
     # The job's driver attached to this head: a driver that ignored RAY_ADDRESS and started a Ray of
     # its own would have registered with that one, leaving the head's record of the job driverless.
     from ray.job_submission import JobSubmissionClient
 
-    job = JobSubmissionClient(ray_head.dashboard).get_job_info(submission)
+    (job,) = [j for j in JobSubmissionClient(ray_head.dashboard).list_jobs() if str(out) in j.entrypoint]
     assert job.driver_info is not None and job.job_id is not None, job
 
 
