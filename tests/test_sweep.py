@@ -191,6 +191,15 @@ def readme_job_submit_line() -> str:
     return lines[0]
 
 
+def jobs_of(head: RayHead, out: Path) -> list[str]:
+    """Status and log tail of the head's jobs writing to `out` (for a failure message)."""
+    from ray.job_submission import JobSubmissionClient
+
+    client = JobSubmissionClient(head.dashboard)
+    jobs = [j for j in client.list_jobs() if str(out) in j.entrypoint]
+    return [f"{j.submission_id} {j.status}: {client.get_job_logs(j.submission_id or '')[-2000:]}" for j in jobs]
+
+
 def test_ray_job_submit_round_trip(tmp_path: Path, ray_head: RayHead) -> None:
     """The README's line, run by bash from the checkout with the venv NOT on PATH (as a user who did
     not activate it): the job must find the project's python through its runtime_env."""
@@ -204,9 +213,10 @@ def test_ray_job_submit_round_trip(tmp_path: Path, ray_head: RayHead) -> None:
     path = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep) if d and d != venv_bin)
     env = {**os.environ, "PATH": path}
     for _ in range(6):
-        proc = subprocess.run(
-            ["bash", "-c", line], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
-        )
+        try:
+            proc = subprocess.run(["bash", "-c", line], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"ray job submit did not return in 600 s; the head's jobs: {jobs_of(ray_head, out)}")
         # Ray answers 500 "No available agent ... try again later" while its job agent re-registers.
         if "No available agent" not in proc.stderr:
             break
