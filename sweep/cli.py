@@ -15,6 +15,7 @@ from rich.table import Table
 from sweep import data_cli
 from sweep.config import ConfigError, SweepConfig, load_config
 from sweep.study import cli as study_cli
+from sweep.train import cli as train_cli
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
 
     data_cli.add_parser(sub)
     study_cli.add_parser(sub)
+    train_cli.add_parser(sub)
     with_config("validate", "check a config; changes nothing")
     with_config("plan", "show the expanded grid with episode and call counts; changes nothing")
     run = with_config("run", "run every episode not stored yet, then log to MLflow")
@@ -56,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return data_cli.run(args)
     if args.command == "study":
         return study_cli.run(args)
+    if args.command == "train":
+        return train_cli.run(args)
     # Off a terminal rich assumes 80 columns; logs (ray job logs, CI) read better unwrapped.
     out = Console(soft_wrap=True) if sys.stdout.isatty() else Console(width=160, soft_wrap=True)
     err = Console(stderr=True, soft_wrap=True)

@@ -4,5 +4,16 @@ built-in ones as methods (each router file registers its own class with `debate.
 from debate.routers.base import Router
 from debate.routers.fixed import FixedRouter, RandomRouter
 from debate.routers.pear import PearRouter
+from debate.routers.rumad import RumadRouter
+from debate.routers.sparse import GroupDebate, RandomActivation, SparseRouter
 
-__all__ = ["FixedRouter", "PearRouter", "RandomRouter", "Router"]
+__all__ = [
+    "FixedRouter",
+    "GroupDebate",
+    "PearRouter",
+    "RandomActivation",
+    "RandomRouter",
+    "Router",
+    "RumadRouter",
+    "SparseRouter",
+]
