@@ -15,6 +15,8 @@ from debate.spec import Registry, closest, stable_hash
 from search_spaces import SearchSpace, SpaceError, load_space, parse_space
 from sweep.config import ConfigError, SweepConfig, Tracking, apply_override, one_line, read_yaml, validate
 from sweep.study.spaces import check_method
+from sweep.study.training import TrainSpec, load_training
+from sweep.train.config import TrainSetup
 
 # objective name -> (direction, the key of `sweep.metrics.group_metrics` it reads)
 Direction = Literal["maximize", "minimize"]
@@ -127,6 +129,7 @@ class StudyConfig(_Strict):
     tracking: Tracking = Tracking(experiment="debate-sweep-studies")
     heartbeat_s: float = Field(30.0, gt=0)  # how often a driver marks its running trials alive
     stale_after_s: float = Field(600.0, gt=0)  # a running trial of a silent driver on another host
+    train: TrainSpec | None = None  # trials train a policy first, then evaluate it (`sweep.study.training`)
 
     @field_validator("method", "sampler", "pruner", mode="before")
     @classmethod
@@ -160,6 +163,8 @@ class StudyConfig(_Strict):
             )
         if multi and self.sampler.name == "cmaes":
             raise ValueError("sampler: cmaes is single-objective; use tpe or nsga2 for several objectives")
+        if self.train is not None and self.pruner is not None:
+            raise ValueError("pruner: trials that train are pruned on their training curve; drop pruner, set train.prune_*")
         return self
 
     def directions(self) -> list[Direction]:
@@ -174,6 +179,7 @@ class StudySetup:
     base: SweepConfig  # methods replaced by the tuned method with its defaults
     space: SearchSpace
     source: Path
+    training: TrainSetup | None = None  # with `train:`: the training each trial runs before it evaluates
 
     @property
     def out(self) -> Path:
@@ -191,12 +197,14 @@ class StudySetup:
         base = self.base.model_dump(
             mode="json", exclude={"methods", "output_dir", "tracking", "ray", "concurrency", "cache", "name"}
         )
-        keep = {
+        keep: dict[str, Any] = {
             "base": base,
             "method": self.cfg.method.model_dump(),
             "space": self.space.to_dict(),
             "objectives": self.cfg.objectives,
         }
+        if self.training is not None:  # absent otherwise: the fingerprints of existing studies stay
+            keep["train"] = [self.training.fingerprint(), self.cfg.train and self.cfg.train.model_dump()]
         return stable_hash(keep)
 
     def trial_sweep(self, params: dict[str, Any]) -> SweepConfig:
@@ -234,12 +242,17 @@ def load_study(
             space = parse_space(cfg.search_space, f"{p}: search_space")
         else:
             space = load_space(cfg.search_space, p.parent)
-        check_method(space, cfg.method.name, cfg.method.args)
+        if cfg.train is None:
+            check_method(space, cfg.method.name, cfg.method.args)
     except SpaceError as e:
         raise ConfigError(str(e)) from None
     base = _base_sweep(cfg, p.parent)
     _check_split(base, cfg.allow_test_split)
-    return StudySetup(cfg, base, space, p)
+    try:
+        training = load_training(cfg.train, p.parent, base, cfg.method.name, cfg.method.args, space) if cfg.train else None
+    except SpaceError as e:
+        raise ConfigError(str(e)) from None
+    return StudySetup(cfg, base, space, p, training)
 
 
 def _one_line(e: ValidationError) -> str:

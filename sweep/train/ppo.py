@@ -218,17 +218,19 @@ def train(
     agents: Mapping[str, Agent],
     tracker: Any = None,
     console: Console | None = None,
-    on_update: Callable[[dict[str, float]], bool] | None = None,
+    on_update: Callable[[list[dict[str, float]]], bool] | None = None,
 ) -> TrainOutcome:
-    """Train (or resume training) the policy on `agents`; `on_update` sees each update's metrics and
-    may return True to stop early (a study's pruner)."""
-    return asyncio.run(_train(setup, agents, tracker or NullTrainTracker(), console or Console(stderr=True), on_update))
+    """Train (or resume training) the policy on `agents`; after each update `on_update` sees every
+    update's metrics so far and may return True to stop early (a study's pruner)."""
+    return asyncio.run(train_async(setup, agents, tracker, console, on_update))
 
 
-async def _train(
-    setup: TrainSetup, agents: Mapping[str, Agent], tracker: Any, console: Console,
-    on_update: Callable[[dict[str, float]], bool] | None,
+async def train_async(
+    setup: TrainSetup, agents: Mapping[str, Agent], tracker: Any = None, console: Console | None = None,
+    on_update: Callable[[list[dict[str, float]]], bool] | None = None,
 ) -> TrainOutcome:  # fmt: skip
+    """`train` inside a running event loop (a study's trial)."""
+    tracker, console = tracker or NullTrainTracker(), console or Console(stderr=True)
     one_thread()
     cfg = setup.cfg.ppo
     arch = PolicyArch(setup.cfg.policy.hidden, setup.cfg.policy.head, setup.cfg.policy.log_std_init, setup.base.rounds)
@@ -272,7 +274,7 @@ async def _train(
             f"kl {metrics['approx_kl']:.4f}",
             highlight=False,
         )
-        if on_update is not None and on_update(metrics):
+        if on_update is not None and on_update(history):
             break
     if latest is None:  # updates: 0 to do and nothing recorded: record the initial network
         latest = state.save(setup, 0, module, optimizer, rng, history)
