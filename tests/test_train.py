@@ -135,6 +135,16 @@ def test_a_resumed_training_ends_where_an_uninterrupted_one_does(tmp_path: Path)
         train_here(path, "ppo.updates=6", "ppo.lr=0.001")
 
 
+def test_the_mean_policy_is_evaluated_and_the_best_kept(tmp_path: Path) -> None:
+    out = train_here(write(tmp_path, eval_every=1, eval_episodes=4), "ppo.updates=3")
+    evals = [h["eval.return"] for h in out.history]
+    assert all(k in out.history[0] for k in ("eval.accuracy", "eval.tokens_per_task", "eval.activations", "eval.reward.accuracy"))
+    best = ckpt.load(str(out.best))
+    assert best.provenance["update"] == max(range(1, 4), key=lambda u: (evals[u - 1], u))
+    plain = train_here(write(tmp_path), "ppo.updates=3", out=tmp_path / "plain")  # evaluating changes nothing else
+    assert same_weights(plain.policy, out.policy) and plain.best is None
+
+
 def test_training_pursues_its_reward(tmp_path: Path) -> None:
     """Rewarded only for sparsity, the policy learns to show fewer edges: a sign error in the policy
     loss (or advantages that ignore the reward) makes this fail."""

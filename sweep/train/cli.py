@@ -89,6 +89,10 @@ def _run(setup: TrainSetup, args: argparse.Namespace) -> int:
         f"{last.get('accuracy', float('nan')):.3f}, tokens/task {last.get('tokens_per_task', float('nan')):.0f}"
     )
     out.print(f"policy: {outcome.policy} (sha {outcome.digest})")
+    if outcome.best is not None:
+        evals = [h for h in outcome.history if "eval.return" in h]
+        top = max(evals, key=lambda h: h["eval.return"])
+        out.print(f"best evaluated policy: {outcome.best} (update {top['update']:.0f}, eval accuracy {top['eval.accuracy']:.3f})")
     entry = {"name": setup.cfg.method.name, "args": {**setup.cfg.method.args, "checkpoint": str(outcome.policy)}}
     out.print(f"evaluate it with the method entry: {yaml.safe_dump(entry, default_flow_style=True).strip()}")
     if tracker.uri is not None:

@@ -75,6 +75,8 @@ class TrainConfig(_Strict):
     reward: dict[str, float] = Field(default_factory=dict)  # RewardWeights fields; unset: Table 5
     ppo: PPOConfig = PPOConfig()
     checkpoint_every: int = Field(10, ge=1)  # a kept copy every k updates (the latest is kept always)
+    eval_every: int = Field(10, ge=0)  # evaluate the policy's mean every k updates (0: never)
+    eval_episodes: int = Field(64, ge=1)  # on this many fixed training items and seeds; the best is kept
     allow_test_split: bool = False
     tracking: Tracking = Tracking(experiment="debate-sweep-training")
 
@@ -126,9 +128,10 @@ class TrainSetup:
 
     def fingerprint(self) -> str:
         """What decides the training's course; a resumed training must match it. `ppo.updates` is left
-        out, so a finished training can be extended by raising it."""
+        out, so a finished training can be extended by raising it (and how often it is evaluated)."""
         base = self.base.model_dump(mode="json", exclude={"output_dir", "tracking", "ray", "concurrency", "cache", "name"})
-        cfg = self.cfg.model_dump(mode="json", exclude={"name", "output_dir", "tracking", "checkpoint_every", "sweep", "overrides"})
+        where = {"name", "output_dir", "tracking", "checkpoint_every", "sweep", "overrides", "eval_every", "eval_episodes"}
+        cfg = self.cfg.model_dump(mode="json", exclude=where)  # evaluations never change the training
         cfg["ppo"].pop("updates")
         return stable_hash({"base": base, "train": cfg})
 

@@ -20,10 +20,9 @@ updates the policy, between rollout batches. Per update:
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,15 +33,10 @@ from rich.console import Console
 from debate.episode import Agent
 from debate.policies.actor_critic import ActorCritic, PolicyArch, build, load_weights
 from debate.policies.controller import Controller, one_thread
-from debate.policies.observation import Observation
-from debate.rewards import TERMS, reward_terms, step_rewards
 from debate.routers.rumad import PolicyRouter
-from debate.spec import derive_seed, stable_hash
-from debate.trajectory import EpisodeResult
-from sweep.plan import EpisodeTask, Group, build_plan
-from sweep.scheduler import run_tasks
 from sweep.train import state
 from sweep.train.config import TrainSetup
+from sweep.train.rollouts import Batch, collect, rollout_tasks, run_rollouts, training_items
 from sweep.train.tracking import NullTrainTracker, plot_curves
 
 
@@ -53,101 +47,7 @@ class TrainOutcome:
     history: list[dict[str, float]]
     resumed_from: int  # updates already done when this run started
     run_id: str | None = None
-
-
-@dataclass
-class Batch:
-    """One update's steps, episode after episode (`ends` marks each episode's last round)."""
-
-    agents: torch.Tensor
-    pairs: torch.Tensor
-    glob: torch.Tensor
-    actions: torch.Tensor
-    logp: torch.Tensor
-    values: torch.Tensor
-    rewards: np.ndarray
-    acted: torch.Tensor
-    ends: np.ndarray
-    metrics: dict[str, float] = field(default_factory=dict)
-
-
-def keep_into(finished: dict[str, EpisodeResult]) -> Callable[[EpisodeTask, EpisodeResult, Any], None]:
-    """The scheduler's episode callback for rollouts: keep each result by episode id."""
-
-    def keep(task: EpisodeTask, result: EpisodeResult, diagnostics: Any) -> None:
-        finished[task.episode_id] = result
-
-    return keep
-
-
-def training_items(setup: TrainSetup) -> list[tuple[Group, Any]]:
-    """Every (dataset group, sample) of the base sweep's training datasets, under its first seed."""
-    plan = build_plan(setup.base)
-    first = setup.base.seeds[0]
-    return [(t.group, t.sample) for t in plan.tasks if t.group.seed == first]
-
-
-def rollout_tasks(
-    setup: TrainSetup, items: list[tuple[Group, Any]], router: PolicyRouter, update: int, rng: np.random.Generator
-) -> list[EpisodeTask]:
-    """This update's episodes: items drawn from `rng`, each with its own seed, routed by `router`."""
-    size = setup.cfg.ppo.episodes_per_update
-    picks = rng.choice(len(items), size=size, replace=size > len(items))
-    method = dataclasses.replace(setup.method, router=router)
-    tasks = []
-    for j, i in enumerate(picks):
-        group, sample = items[int(i)]
-        seed = derive_seed("train", setup.cfg.ppo.seed, update, j)
-        key = stable_hash({"train": setup.fingerprint(), "update": update, "episode": j})
-        tasks.append(EpisodeTask(key, dataclasses.replace(group, key=key, method=method, seed=seed), sample))
-    return tasks
-
-
-def collect(setup: TrainSetup, results: list[EpisodeResult]) -> Batch:
-    """The steps of finished episodes as tensors, with their rewards and the rollout's metrics."""
-    weights, budget = setup.rewards, int(setup.method.router.budget)  # type: ignore[union-attr]
-    obs, actions, logp, values, rewards, acted, ends, entropy = [], [], [], [], [], [], [], []
-    totals = {name: 0.0 for name in TERMS}
-    used, edges = 0, 0
-    for res in results:
-        terms = reward_terms(res.trajectory, weights, budget)
-        for name in TERMS:
-            totals[name] += float(terms[name].sum())
-        steps = res.trajectory[1:]
-        for k, (rec, r) in enumerate(zip(steps, step_rewards(terms), strict=True)):
-            assert rec.decision is not None
-            record = rec.decision.record
-            obs.append(Observation.from_record(record["obs"]))
-            actions.append(np.asarray(record["action"], dtype=np.float32))
-            logp.append(record["logp"])
-            values.append(record["value"])
-            entropy.append(record["entropy"])
-            acted.append(bool(record["acted"]))
-            rewards.append(float(r))
-            ends.append(k == len(steps) - 1)
-            used += len(rec.active)
-            edges += len(rec.decision.graph.edges)
-    n_ep = max(1, len(results))
-    metrics = {
-        "episodes": float(len(results)),
-        "return": sum(totals.values()) / n_ep,
-        **{f"reward.{name}": v / n_ep for name, v in totals.items()},
-        "accuracy": sum(r.correct for r in results) / n_ep,
-        "accuracy_round0": sum(r.round_correct[0] for r in results) / n_ep,
-        "tokens_per_task": sum(r.prompt_tokens + r.completion_tokens for r in results) / n_ep,
-        "calls_per_task": sum(r.calls for r in results) / n_ep,
-        "activations": used / n_ep,
-        "budget": float(budget),
-        "activations_per_budget": used / n_ep / budget if budget else 0.0,
-        "visible_edges_per_round": edges / max(1, len(obs)),
-        "entropy": float(np.mean(entropy)) if entropy else 0.0,
-    }
-    t = torch.from_numpy
-    return Batch(
-        t(np.stack([o.agents for o in obs])), t(np.stack([o.pairs for o in obs])), t(np.stack([o.glob for o in obs])),
-        t(np.stack(actions)), torch.tensor(logp, dtype=torch.float32), torch.tensor(values, dtype=torch.float32),
-        np.asarray(rewards), torch.tensor(acted), np.asarray(ends), metrics,
-    )  # fmt: skip
+    best: Path | None = None  # the policy of the best evaluation (by eval.return), when evaluated
 
 
 def gae(rewards: np.ndarray, values: np.ndarray, ends: np.ndarray, gamma: float, lam: float) -> np.ndarray:
@@ -253,32 +153,54 @@ async def train_async(
     params = setup.method.router
     for update in range(start + 1, cfg.updates + 1):
         t0 = time.perf_counter()
+        # 1. rollouts with the policy sampling
         router = PolicyRouter(params, Controller(module, f"training-u{update}"), sample=True)  # type: ignore[arg-type]
-        tasks = rollout_tasks(setup, items, router, update, rng)
-        finished: dict[str, EpisodeResult] = {}
-        stats = await run_tasks(tasks, agents, keep_into(finished), setup.base.concurrency)
-        if len(finished) < max(1, len(tasks) // 2):
-            raise RuntimeError(f"update {update}: {len(stats.failures)} of {len(tasks)} episodes failed: {stats.failures[0]}")
-        batch = collect(setup, [finished[t.episode_id] for t in tasks if t.episode_id in finished])
+        tasks = rollout_tasks(setup, items, router, update, cfg.episodes_per_update, rng)
+        results = await run_rollouts(tasks, agents, setup.base.concurrency)
+        # 2.-4. steps and rewards, GAE, clipped PPO epochs
+        batch = collect(setup, results)
         losses = ppo_update(module, optimizer, batch, setup, rng)
-        metrics = {"update": float(update), **batch.metrics, **losses, "failures": float(len(stats.failures))}
+        metrics = {"update": float(update), **batch.metrics, **losses, "failures": float(len(tasks) - len(results))}
+        # the policy's mean (what evaluation runs) on a fixed set of training items, now and then
+        if setup.cfg.eval_every and update % setup.cfg.eval_every == 0:
+            metrics |= await evaluate(setup, module, items, agents, update)
         metrics["seconds"] = time.perf_counter() - t0
         history.append(metrics)
+        # 5. record, then log
         latest = state.save(setup, update, module, optimizer, rng, history)
         tracker.log_updates([metrics])
         if update % setup.cfg.checkpoint_every == 0:
             tracker.log_checkpoint(latest[0])
-        console.print(
-            f"update {update}/{cfg.updates}: return {metrics['return']:+.3f}  accuracy {metrics['accuracy']:.3f}  "
-            f"tokens/task {metrics['tokens_per_task']:.0f}  activations {metrics['activations']:.1f}/{metrics['budget']:.0f}  "
-            f"kl {metrics['approx_kl']:.4f}",
-            highlight=False,
-        )
+        console.print(_line(metrics, cfg.updates), highlight=False)
         if on_update is not None and on_update(history):
             break
     if latest is None:  # updates: 0 to do and nothing recorded: record the initial network
         latest = state.save(setup, 0, module, optimizer, rng, history)
     final = state.finish(setup.out, latest[0])
     curves = plot_curves(history, setup.out / "plots" / "training_curves.png", setup.cfg.name) if history else None
-    tracker.finish(final, curves)
-    return TrainOutcome(final, latest[1], history, start, tracker.run_id)
+    best = state.best_file(setup.out)
+    tracker.finish(final, curves, extra=[best] if best.is_file() else [])
+    return TrainOutcome(final, latest[1], history, start, tracker.run_id, best if best.is_file() else None)
+
+
+async def evaluate(
+    setup: TrainSetup, module: ActorCritic, items: list[Any], agents: Mapping[str, Agent], update: int
+) -> dict[str, float]:
+    """The policy's mean on `eval_episodes` training items and seeds, the same at every evaluation."""
+    router = PolicyRouter(setup.method.router, Controller(module, f"eval-u{update}"), sample=False)  # type: ignore[arg-type]
+    fixed = np.random.default_rng([setup.cfg.ppo.seed, 0xE7A1])
+    tasks = rollout_tasks(setup, items, router, "eval", setup.cfg.eval_episodes, fixed)
+    got = collect(setup, await run_rollouts(tasks, agents, setup.base.concurrency)).metrics
+    keys = ("return", "accuracy", "tokens_per_task", "activations", *(k for k in got if k.startswith("reward.")))
+    return {f"eval.{k}": got[k] for k in keys}
+
+
+def _line(m: dict[str, float], updates: int) -> str:
+    """One console line per update."""
+    line = (
+        f"update {m['update']:.0f}/{updates}: return {m['return']:+.3f}  accuracy {m['accuracy']:.3f}  "
+        f"tokens/task {m['tokens_per_task']:.0f}  activations {m['activations']:.1f}/{m['budget']:.0f}  kl {m['approx_kl']:.4f}"
+    )
+    if "eval.return" in m:
+        line += f"  | eval (mean policy): return {m['eval.return']:+.3f} accuracy {m['eval.accuracy']:.3f} activations {m['eval.activations']:.1f}"
+    return line

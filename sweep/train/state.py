@@ -5,6 +5,7 @@
     <output_dir>/checkpoints/trainer.pt           what resuming needs: the update count, the optimizer,
                                                   the rng, every update's metrics, the policy file's name
                                                   and hash
+    <output_dir>/checkpoints/best.npz             the policy of the best evaluation so far (by eval.return)
     <output_dir>/policy.npz                       the final policy
 
 After every update the policy file is written, then `trainer.pt` (each atomically: temp file, then
@@ -77,6 +78,9 @@ def save(
     out = setup.out
     path = policy_file(out, update)
     digest = ckpt.save_checkpoint(path, module.arch.to_dict(), weights_of(module), provenance(setup, update))
+    evals = [h["eval.return"] for h in history if "eval.return" in h]
+    if evals and "eval.return" in history[-1] and history[-1]["eval.return"] >= max(evals):
+        _copy(path, best_file(out))  # before trainer.pt: a resumed training never lacks its best
     state = {
         "fingerprint": setup.fingerprint(),
         "update": update,
@@ -129,10 +133,17 @@ def restore(resume: Resume, out: Path) -> ckpt.Checkpoint:
     return loaded
 
 
+def best_file(out: Path) -> Path:
+    return checkpoint_dir(out) / "best.npz"
+
+
+def _copy(src: Path, dest: Path) -> None:
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    shutil.copyfile(src, tmp)
+    tmp.replace(dest)
+
+
 def finish(out: Path, latest: Path) -> Path:
     """Copy the latest policy to `<output_dir>/policy.npz` (the training's result)."""
-    final = out / "policy.npz"
-    tmp = final.with_name(".policy.npz.tmp")
-    shutil.copyfile(latest, tmp)
-    tmp.replace(final)
-    return final
+    _copy(latest, out / "policy.npz")
+    return out / "policy.npz"

@@ -2,23 +2,23 @@
 output dir), the training config as params, every update's metrics with the update as step (every
 reward term, return, accuracy, tokens, activations against the budget, entropy, approx-KL, clip
 fraction, losses), the kept checkpoints under `checkpoints/`, the final policy as `policy.npz` and the
-training curves as `plots/training_curves.png`. The final policy of run R is `runs:/R/policy.npz`."""
+training curves as `plots/training_curves.png`. The final policy of run R is `runs:/R/policy.npz`,
+the best evaluated one `runs:/R/best.npz`."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Metric, Param
 
 from debate.spec import stable_hash
 from sweep.tracking import TAG_ROLE, Tracker, _runs, flatten_params, log_batch
 from sweep.train.config import TrainSetup
 
 TAG_TRAINING = "debate_sweep.training"
-CURVES = ("return", "accuracy", "tokens_per_task", "activations", "entropy", "approx_kl")
+CURVES = ("return", "accuracy", "eval.accuracy", "tokens_per_task", "activations", "eval.activations", "approx_kl")
 
 
 def plot_curves(history: Sequence[dict[str, float]], path: Path, title: str = "") -> Path:
@@ -85,13 +85,11 @@ class TrainTracker:
     def log_checkpoint(self, path: Path) -> None:
         self.client.log_artifact(self.run_id, str(path), "checkpoints")
 
-    def finish(self, final: Path | None, curves: Path | None, status: str = "FINISHED", tags: dict[str, Any] | None = None) -> None:
-        if final is not None:
-            self.client.log_artifact(self.run_id, str(final))
+    def finish(self, final: Path | None, curves: Path | None, status: str = "FINISHED", extra: Sequence[Path] = ()) -> None:
+        for path in [final, *extra] if final is not None else extra:
+            self.client.log_artifact(self.run_id, str(path))
         if curves is not None:
             self.client.log_artifact(self.run_id, str(curves), "plots")
-        if tags:
-            log_batch(self.client, self.run_id, [], [], [RunTag(k, str(v)) for k, v in tags.items()])
         self.client.set_terminated(self.run_id, status)
 
 
@@ -110,5 +108,5 @@ class NullTrainTracker:
     def log_checkpoint(self, path: Path) -> None:
         return None
 
-    def finish(self, final: Path | None, curves: Path | None, status: str = "FINISHED", tags: dict[str, Any] | None = None) -> None:
+    def finish(self, final: Path | None, curves: Path | None, status: str = "FINISHED", extra: Sequence[Path] = ()) -> None:
         return None
