@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,12 @@ def test_the_test_split_and_zero_rounds_are_refused(tmp_path: Path) -> None:
 
     assert main(["train", str(write(tmp_path)), "--set", "ppo.clip=0", "--validate"]) == 2
     assert main(["train", str(write(tmp_path)), "--validate"]) == 0
+
+
+def test_the_sweep_command_loads_torch_only_to_train() -> None:
+    code = "import sys, sweep.cli, sweep.train.config, sweep.study.runner; assert 'torch' not in sys.modules"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_gae_hand_computed() -> None:

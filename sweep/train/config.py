@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from debate.methods import Method, build_method
-from debate.policies.actor_critic import HEADS
+from debate.policies.arch import HEADS
 from debate.rewards import RewardWeights
 from debate.spec import closest, stable_hash
 from sweep.config import ConfigError, SweepConfig, Tracking, apply_override, one_line, read_yaml, validate
@@ -197,4 +197,6 @@ def _base_sweep(cfg: TrainConfig, here: Path) -> SweepConfig:
             )
     if base.rounds < 1:
         raise ConfigError("rounds: a policy that routes debate rounds needs rounds >= 1 in the base sweep")
+    if len(base.team()) < 2:
+        raise ConfigError("agents: a policy that routes between agents needs at least 2 seats in the base sweep")
     return base
