@@ -5,7 +5,9 @@ then every method runs on the same rumad:test items under that seed — the trai
 distribution's mean), full debate (clique), random activation at the same budget, S-MAD (star, ring),
 group debate and the untrained controller (`init_seed` = the seed). Reported: accuracy (mean ± std over
 seeds), tokens/task and activations/task, with exact McNemar tests on paired (seed, item) episodes,
-and the training curves as a PNG. In-process (asyncio, no Ray, no MLflow); the trainings are the ones
+and the training curves as a PNG. The trained controller is reported twice: its final policy, and the
+policy its training kept as best by the periodic evaluation of its mean on training items
+(`checkpoints/best.npz`: model selection on rumad:dev, never on the test items). In-process (asyncio, no Ray, no MLflow); the trainings are the ones
 `sweep train` runs (`sweep.train.ppo.train`) and resume from their checkpoints if interrupted.
 Simulated agents: not a claim about LLMs.
 
@@ -18,13 +20,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import multiprocessing
 import statistics
 import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
@@ -47,7 +53,7 @@ BASELINES: list[tuple[str, str, dict[str, Any]]] = [
     ("S-MAD ring", "smad", {"structure": "ring", **R}),
     ("GD (groups of 3)", "gd", {"group_size": 3, **R}),
 ]
-TRAINED, UNTRAINED = "RUMAD trained, B = 12", "RUMAD untrained, B = 12"
+TRAINED, BEST, UNTRAINED = "RUMAD trained (final), B = 12", "RUMAD trained (best eval), B = 12", "RUMAD untrained, B = 12"
 
 
 @dataclass
@@ -120,6 +126,19 @@ def plot(histories: dict[int, list[dict[str, float]]], path: Path) -> None:
     plt.close(fig)
 
 
+def setup_and_agents(seed: int, updates: int, out: str, sets: list[str]) -> tuple[Any, dict[str, Agent]]:
+    setup = load_train(CONFIG, [f"ppo.seed={seed}", f"ppo.updates={updates}", *sets], [], f"{out}/seed-{seed}")
+    specs = {m: setup.base.models[m] for m in setup.base.team()}
+    agents = build_agents(specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None)
+    return setup, agents
+
+
+def train_seed(seed: int, updates: int, out: str, sets: list[str]) -> Any:
+    """One seed's training (resumes from its checkpoints); in a worker process with --jobs."""
+    setup, agents = setup_and_agents(seed, updates, out, sets)
+    return train(setup, agents, console=Console(stderr=True, quiet=True))
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5)
@@ -128,21 +147,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", default=str(ROOT / "runs" / "bench_rumad"), help="trainings (resumable)")
     parser.add_argument("--png", default=str(ROOT / "bench" / "rumad_training_curves.png"))
     parser.add_argument("--set", dest="sets", action="append", default=[], help="a training key, e.g. reward.alpha_sparsity=0")
+    parser.add_argument("--jobs", type=int, default=1, help="trainings in parallel processes")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     items = load_benchmark("mmlu", "rumad:test", limit=args.items, seed=0)
-    results: dict[str, list[Tally]] = {TRAINED: [], **{label: [] for label, _, _ in BASELINES}, UNTRAINED: []}
+    results: dict[str, list[Tally]] = {TRAINED: [], BEST: [], **{label: [] for label, _, _ in BASELINES}, UNTRAINED: []}
     histories: dict[int, list[dict[str, float]]] = {}
-    for seed in range(args.seeds):
-        setup = load_train(CONFIG, [f"ppo.seed={seed}", f"ppo.updates={args.updates}", *args.sets], [], f"{args.out}/seed-{seed}")
-        specs = {m: setup.base.models[m] for m in setup.base.team()}
-        agents = build_agents(specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None)
-        outcome = train(setup, agents)
+    with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        outcomes = list(pool.map(train_seed, *zip(*[(s, args.updates, args.out, args.sets) for s in range(args.seeds)], strict=True)))
+    print(f"trained {args.seeds} seeds ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
+    for seed, outcome in enumerate(outcomes):
+        setup, agents = setup_and_agents(seed, args.updates, args.out, args.sets)
         histories[seed] = outcome.history
         team = [agents[m] for m in setup.base.team()]
         router = dict(setup.cfg.method.args)
         methods = {
             TRAINED: build_method("rumad", {**router, "checkpoint": str(outcome.policy)}),
+            BEST: build_method("rumad", {**router, "checkpoint": str(outcome.best or outcome.policy)}),
             **{label: build_method(name, margs) for label, name, margs in BASELINES},
             UNTRAINED: build_method("rumad", {**router, "init_seed": seed}),
         }
@@ -158,8 +179,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     print(table(results, args.items))
     print()
-    for other in ("clique (MAD)", "random activation, B = 12", UNTRAINED):
-        print(f"- trained vs {other}: {mcnemar(results[TRAINED], results[other])}")
+    for mine in (TRAINED, BEST):
+        for other in ("clique (MAD)", "random activation, B = 12", UNTRAINED):
+            print(f"- {mine} vs {other}: {mcnemar(results[mine], results[other])}")
     print(f"\ntraining curves: {args.png}")
 
 
