@@ -97,6 +97,7 @@ class MethodEntry(_Strict):
 class AgentEntry(_Strict):
     model: str
     count: int = Field(1, ge=1)
+    adversarial: bool = False  # shown the gold answer and told to argue for a wrong one (each of `count`)
 
 
 class Tracking(_Strict):
@@ -150,6 +151,11 @@ class SweepConfig(_Strict):
     def team(self) -> list[str]:
         """The model name of every seat, in order."""
         return [a.model for a in self.agents for _ in range(a.count)]
+
+    def adversaries(self) -> frozenset[int]:
+        """The adversarial seats, by index."""
+        flags = [a.adversarial for a in self.agents for _ in range(a.count)]
+        return frozenset(i for i, f in enumerate(flags) if f)
 
     def method_entries(self) -> list[MethodEntry]:
         return list(self.methods)
