@@ -128,6 +128,7 @@ class CachedEncoder:
 
 
 ENCODERS: dict[str, Callable[..., Any]] = {"hashed": HashedEncoder, "minilm": MiniLMEncoder}
+DIMS = {"hashed": 384, "minilm": 384}  # each encoder's output size with its default arguments
 
 
 def build_encoder(name: str, **args: Any) -> CachedEncoder:

@@ -67,19 +67,22 @@ class Consistency:
     def team_size(self) -> int:
         return self.m
 
-    def seats(self, keys: Sequence[Hashable]) -> list[int]:
-        if self.pool == "best" or self.match:
-            raise ValueError(
-                "consistency: pool 'best' and match are settled from measured episodes before it runs "
-                "(sweep run does it; in code: debate.baselines.matched_m and strongest)"
-            )
+    def members(self, keys: Sequence[Hashable]) -> list[int]:
+        """The team members the samples cycle through, in order."""
+        if self.pool == "best":
+            raise ValueError("consistency: pool 'best' is settled from measured episodes before it runs (sweep run does)")
         if self.pool == "fuse":
-            members = _distinct(keys)
-        else:
-            members = [j for j, k in enumerate(keys) if _model(k) == self.pool]
-            if not members:
-                known = ", ".join(dict.fromkeys(str(_model(k)) for k in keys))
-                raise ValueError(f"consistency: pool '{self.pool}' is not a model of the team ({known}); or fuse, best")
+            return _distinct(keys)
+        members = [j for j, k in enumerate(keys) if _model(k) == self.pool]
+        if not members:
+            known = ", ".join(dict.fromkeys(str(_model(k)) for k in keys))
+            raise ValueError(f"consistency: pool '{self.pool}' is not a model of the team ({known}); or fuse, best")
+        return members
+
+    def seats(self, keys: Sequence[Hashable]) -> list[int]:
+        if self.match:
+            raise ValueError("consistency: match is settled from the matched method's stored episodes before it runs (sweep run does)")
+        members = self.members(keys)
         return [members[s % len(members)] for s in range(self.m)]
 
 

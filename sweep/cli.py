@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -76,6 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             out.print(
                 f"{len(plan.groups)} groups, {len(plan.tasks)} episodes, up to {plan.calls()} model calls"
             )
+            pending = [e.name for e in cfg.methods if e.name == "consistency" and e.args.get("match")]
+            if pending:
+                out.print(f"+ {len(pending)} consistency entries matched to another method's cost: planned once it has run")
             return 0
         if args.no_tracking:
             cfg = cfg.model_copy(update={"tracking": cfg.tracking.model_copy(update={"enabled": False})})
@@ -86,13 +90,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(cfg: SweepConfig, args: argparse.Namespace, out: Console, err: Console) -> int:
+    from sweep import costmatch
+    from sweep.results import ResultStore
     from sweep.runner import run_sweep, summary_table
 
     try:
+        if any(costmatch.is_pending(e) for e in cfg.methods):  # run what they match first, then settle them
+            first = costmatch.without_pending(cfg)
+            run_sweep(first.model_copy(update={"tracking": first.tracking.model_copy(update={"enabled": False})}),
+                      address=args.address, console=err)  # fmt: skip
+            cfg = costmatch.settle(cfg, ResultStore(Path(cfg.output_dir).resolve()))
+            err.print("matched: " + "; ".join(f"{e.name}({e.args})" for e in cfg.methods if e.name == "consistency"))
         outcome = run_sweep(cfg, tracking_uri=args.tracking_uri, address=args.address, console=err)
     except KeyboardInterrupt:
         err.print("interrupted: finished episodes are stored; rerun the same command to continue")
         return 1
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except Exception as e:
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1

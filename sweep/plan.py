@@ -91,6 +91,8 @@ def build_plan(cfg: SweepConfig) -> Plan:
     groups: list[Group] = []
     tasks: list[EpisodeTask] = []
     for entry in cfg.method_entries():
+        if entry.name == "consistency" and entry.args.get("match"):
+            continue  # matched to another method's measured cost: planned once settled (sweep.costmatch)
         method = build_method(entry.name, entry.args)
         spec = resolved_method_spec(cfg, method)
         id_spec = resolved_method_spec(cfg, method, identity=True)

@@ -16,7 +16,7 @@ included, through `opening`) caps each seat's output at the q-quantile of that s
 on the validation questions the checkpoint's behaviour embeddings came from; the last round is never
 capped. `checkpoint` names a policy file (`sweep train` with method cpp writes them; ids hash its
 content); `""` is the untrained network from `init_seed`, embedding with `encoder` (`hashed` unless
-given), with which truncation is refused. `protocol` must be `update`.
+given), which has no output lengths to truncate by. `protocol` must be `update`.
 """
 
 from __future__ import annotations
@@ -69,8 +69,6 @@ class CppRouter:
     def __post_init__(self) -> None:
         if not 0.0 <= self.truncate <= 1.0:
             raise ValueError(f"cpp: truncate must be a quantile in (0, 1] or 0 (off), got {self.truncate}")
-        if self.truncate and not self.checkpoint:
-            raise ValueError("cpp: truncate needs a checkpoint (its validation output lengths set the caps)")
         if not 0.0 < self.threshold < 1.0:
             raise ValueError(f"cpp: threshold must be in (0, 1), got {self.threshold}")
         if self.encoder not in ("", "hashed", "minilm"):

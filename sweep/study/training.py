@@ -112,8 +112,9 @@ async def train_trial(
 ) -> str | None:  # fmt: skip
     """Train the trial's policy; its checkpoint's path, or None when the training curve was pruned.
     The trial's user attrs get the curve, the reward weights and the router's arguments."""
-    from sweep.train.ppo import train_async
+    from sweep.train import pg, ppo
 
+    train_async = pg.train_async if training.algorithm == "pg" else ppo.train_async
     setup = trial_training(training, out, params)
     done = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     finished = [list(t.user_attrs[CURVE]) for t in done if CURVE in t.user_attrs]

@@ -18,7 +18,7 @@ from sweep.train.config import TrainSetup, load_train
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the `train` subcommand to `sweep`'s subparsers."""
-    s = subparsers.add_parser("train", help="train a router's policy (RUMAD) with PPO on debate rollouts")
+    s = subparsers.add_parser("train", help="train a router's policy (RUMAD: PPO; CPP: policy gradient) on debate rollouts")
     s.add_argument("config", help="training YAML, e.g. examples/train_rumad_simulated.yaml")
     s.add_argument(
         "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -67,7 +67,9 @@ def _tracker(setup: TrainSetup, args: argparse.Namespace) -> Any:
 def _run(setup: TrainSetup, args: argparse.Namespace) -> int:
     from sweep.pool import EnginePool
     from sweep.runner import write_resolved_config
-    from sweep.train.ppo import train
+    from sweep.train import pg, ppo
+
+    train = pg.train if setup.algorithm == "pg" else ppo.train
 
     err = Console(stderr=True, soft_wrap=True)
     out = Console(soft_wrap=True) if sys.stdout.isatty() else Console(width=160, soft_wrap=True)

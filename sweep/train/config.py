@@ -1,7 +1,9 @@
 """The training config: which base sweep to draw rollouts from (models, team, training datasets,
 rounds, concurrency), the trained router's fixed arguments, the policy network, the reward weights and
-PPO's hyperparameters (RUMAD Table 6 by default). Validated in full before anything starts; every
-error is one `ConfigError` line naming the field and the fix."""
+the algorithm's hyperparameters. Two algorithms, chosen by `algorithm` (default: the method's own):
+`ppo` for RUMAD (`ppo:`, `policy:`; RUMAD Table 6 by default) and `pg` for CPP (`pg:`, `cpp:`; the
+on-policy policy gradient of CPP §3.2). Validated in full before anything starts; every error is one
+`ConfigError` line naming the field and the fix."""
 
 from __future__ import annotations
 
@@ -12,14 +14,23 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from debate.cpp_reward import CppReward
 from debate.methods import Method, build_method
 from debate.policies.arch import HEADS
 from debate.rewards import RewardWeights
 from debate.spec import closest, stable_hash
 from sweep.config import ConfigError, SweepConfig, Tracking, apply_override, one_line, read_yaml, validate
 
-TRAINABLE = ("rumad",)  # routers with a learned policy this trainer can update
+TRAINABLE = ("rumad", "cpp")  # routers with a learned policy this trainer can update
+ALGORITHM = {"rumad": "ppo", "cpp": "pg"}  # each method's algorithm (the only one it trains with)
+REWARDS: dict[str, type] = {"rumad": RewardWeights, "cpp": CppReward}
 REWARD_KEYS = [f.name for f in dataclasses.fields(RewardWeights)]
+PG_TUNED = ("lr", "entropy_coef", "entropy_decay")  # `pg:` keys a study may tune beside the reward
+
+
+def reward_keys(method: str) -> list[str]:
+    """The reward coefficients of a trainable method."""
+    return [f.name for f in dataclasses.fields(REWARDS.get(method, RewardWeights))]
 
 
 class _Strict(BaseModel):
@@ -65,6 +76,44 @@ class PPOConfig(_Strict):
     seed: int = 0  # initialises the network and seeds every draw of the training
 
 
+class PGConfig(_Strict):
+    """CPP's on-policy policy gradient (§3.2): REINFORCE on every keep/prune action with its return
+    over appendix A's dependencies, an entropy bonus whose coefficient decays, and the two-stage k
+    schedule (the first `first_stage_updates` updates reward keeping an already right answer with
+    `first_stage_k`, then `reward.k`). The paper gives no values; ours are the defaults."""
+
+    updates: int = Field(60, ge=1)
+    episodes_per_update: int = Field(32, ge=1)
+    lr: float = Field(3e-4, gt=0)
+    entropy_coef: float = Field(0.01, ge=0)
+    entropy_decay: float = Field(0.97, gt=0, le=1)  # per update: coef_u = entropy_coef * decay**(u - 1)
+    first_stage_updates: int = Field(0, ge=0)  # 0: one stage, reward.k throughout
+    first_stage_k: float = Field(1.0, ge=-1, le=1)
+    norm_returns: bool = True  # returns standardised over the batch (a baseline; ours)
+    max_grad_norm: float = Field(1.0, gt=0)
+    seed: int = 0  # initialises the network and seeds every draw of the training
+
+
+class CppPolicyConfig(_Strict):
+    """CPP's network and its behaviour-embedding initialisation: each seat's round-0 replies to
+    `behaviour_items` validation questions (the training dataset at `behaviour_split`, from
+    `behaviour_offset`; the paper: ~60, 10 suffice) are encoded and averaged; their lengths are the
+    output statistics truncation reads (App. C)."""
+
+    encoder: str = "hashed"
+    hidden: int = Field(256, ge=1)
+    behaviour_items: int = Field(10, ge=1)
+    behaviour_split: str = ""  # "": the training dataset's split
+    behaviour_offset: int = Field(0, ge=0)
+
+    @field_validator("encoder")
+    @classmethod
+    def _known_encoder(cls, v: str) -> str:
+        if v not in ("hashed", "minilm"):
+            raise ValueError(f"unknown encoder '{v}'{closest(v, ['hashed', 'minilm'])}; known: hashed, minilm")
+        return v
+
+
 class TrainConfig(_Strict):
     name: str = "train"  # the MLflow run's name
     output_dir: str = "runs/train"  # checkpoints/, the final policy.npz, mlflow.db, the call cache
@@ -74,6 +123,9 @@ class TrainConfig(_Strict):
     policy: PolicyConfig = PolicyConfig()
     reward: dict[str, float] = Field(default_factory=dict)  # RewardWeights fields; unset: Table 5
     ppo: PPOConfig = PPOConfig()
+    algorithm: str | None = None  # ppo | pg; None: the method's (rumad: ppo, cpp: pg)
+    pg: PGConfig = PGConfig()
+    cpp: CppPolicyConfig = CppPolicyConfig()
     checkpoint_every: int = Field(10, ge=1)  # a kept copy every k updates (the latest is kept always)
     eval_every: int = Field(10, ge=0)  # evaluate the policy's mean every k updates (0: never)
     eval_episodes: int = Field(64, ge=1)  # on this many fixed training items and seeds; the best is kept
@@ -85,19 +137,20 @@ class TrainConfig(_Strict):
     def _shorthand(cls, v: Any) -> Any:
         return {"name": v} if isinstance(v, str) else v
 
-    @field_validator("reward")
-    @classmethod
-    def _known_weights(cls, v: dict[str, float]) -> dict[str, float]:
-        for key in v:
-            if key not in REWARD_KEYS:
-                raise ValueError(f"unknown reward weight '{key}'{closest(key, REWARD_KEYS)}; known: {', '.join(REWARD_KEYS)}")
-        RewardWeights(**v)  # ranges
-        return v
-
     @model_validator(mode="after")
     def _trainable(self) -> TrainConfig:
         if self.method.name not in TRAINABLE:
             raise ValueError(f"method: '{self.method.name}' has no trainable policy; trainable: {', '.join(TRAINABLE)}")
+        if self.algorithm is not None and self.algorithm != ALGORITHM[self.method.name]:
+            raise ValueError(
+                f"algorithm: '{self.algorithm}' does not train {self.method.name}; it trains with "
+                f"'{ALGORITHM[self.method.name]}' (ppo: rumad, pg: cpp)"
+            )
+        known = reward_keys(self.method.name)
+        for key in self.reward:
+            if key not in known:
+                raise ValueError(f"reward: unknown reward weight '{key}'{closest(key, known)}; known: {', '.join(known)}")
+        REWARDS[self.method.name](**self.reward)  # ranges
         fixed = {"checkpoint", "init_seed"} & set(self.method.args)
         if fixed:
             raise ValueError(
@@ -123,23 +176,33 @@ class TrainSetup:
         return build_method(self.cfg.method.name, self.cfg.method.args)
 
     @property
-    def rewards(self) -> RewardWeights:
-        return RewardWeights(**self.cfg.reward)
+    def rewards(self) -> Any:
+        """The reward coefficients: `RewardWeights` (rumad) or `CppReward` (cpp)."""
+        return REWARDS[self.cfg.method.name](**self.cfg.reward)
+
+    @property
+    def algorithm(self) -> str:
+        return self.cfg.algorithm or ALGORITHM[self.cfg.method.name]
 
     def fingerprint(self) -> str:
         """What decides the training's course; a resumed training must match it. `ppo.updates` is left
         out, so a finished training can be extended by raising it (and how often it is evaluated)."""
         base = self.base.model_dump(mode="json", exclude={"output_dir", "tracking", "ray", "concurrency", "cache", "name"})
         where = {"name", "output_dir", "tracking", "checkpoint_every", "sweep", "overrides", "eval_every", "eval_episodes"}
-        cfg = self.cfg.model_dump(mode="json", exclude=where)  # evaluations never change the training
-        cfg["ppo"].pop("updates")
+        # evaluations never change the training; the other algorithm's sections do not apply (a RUMAD
+        # training's fingerprint is what it was before CPP's sections existed)
+        unused = {"pg", "cpp", "algorithm"} if self.algorithm == "ppo" else {"ppo", "policy"}
+        cfg = self.cfg.model_dump(mode="json", exclude=where | unused)
+        cfg["pg" if self.algorithm == "pg" else "ppo"].pop("updates")
         return stable_hash({"base": base, "train": cfg})
 
     def with_params(self, params: dict[str, Any], output_dir: str) -> TrainSetup:
         """This training with some reward weights and router arguments replaced (a study trial's)."""
-        reward = {**self.cfg.reward, **{k: v for k, v in params.items() if k in REWARD_KEYS}}
-        args = {**self.cfg.method.args, **{k: v for k, v in params.items() if k not in REWARD_KEYS}}
+        rk, pk = reward_keys(self.cfg.method.name), PG_TUNED if self.algorithm == "pg" else ()
+        reward = {**self.cfg.reward, **{k: v for k, v in params.items() if k in rk}}
+        args = {**self.cfg.method.args, **{k: v for k, v in params.items() if k not in rk and k not in pk}}
         raw = self.cfg.model_dump(mode="json") | {"reward": reward, "output_dir": output_dir}
+        raw["pg"] = {**raw["pg"], **{k: v for k, v in params.items() if k in pk}}
         raw["method"] = {"name": self.cfg.method.name, "args": args}
         cfg = _validated(raw)
         return TrainSetup(cfg, _base_sweep(cfg, self.source.parent), self.source)
@@ -152,7 +215,8 @@ def _validated(raw: dict[str, Any]) -> TrainConfig:
         err = e.errors()[0]
         if err["type"] == "extra_forbidden":
             key, where = str(err["loc"][-1]), ".".join(str(x) for x in err["loc"])
-            known = sorted({*TrainConfig.model_fields, *PPOConfig.model_fields, *PolicyConfig.model_fields})
+            sections = (TrainConfig, PPOConfig, PolicyConfig, PGConfig, CppPolicyConfig)
+            known = sorted({f for section in sections for f in section.model_fields})
             raise ConfigError(f"{where}: unknown training key{closest(key, known)}; remove it or fix its spelling") from None
         raise ConfigError(one_line(e)) from None
 

@@ -27,7 +27,6 @@ import numpy as np
 import torch
 
 from debate.policies import checkpoint as ckpt
-from debate.policies.actor_critic import ActorCritic, weights_of
 from sweep.config import ConfigError
 from sweep.train.config import TrainSetup
 
@@ -69,7 +68,7 @@ def provenance(setup: TrainSetup, update: int) -> dict[str, Any]:
 def save(
     setup: TrainSetup,
     update: int,
-    module: ActorCritic,
+    module: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
     rng: np.random.Generator,
     history: list[dict[str, float]],
@@ -77,7 +76,8 @@ def save(
     """Record the state after `update` updates; returns the policy file and its content hash."""
     out = setup.out
     path = policy_file(out, update)
-    digest = ckpt.save_checkpoint(path, module.arch.to_dict(), weights_of(module), provenance(setup, update))
+    weights = {k: v.detach().cpu().numpy().copy() for k, v in module.state_dict().items()}
+    digest = ckpt.save_checkpoint(path, module.arch.to_dict(), weights, provenance(setup, update))  # type: ignore[operator]
     evals = [h["eval.return"] for h in history if "eval.return" in h]
     if evals and "eval.return" in history[-1] and history[-1]["eval.return"] >= max(evals):
         _copy(path, best_file(out))  # before trainer.pt: a resumed training never lacks its best
