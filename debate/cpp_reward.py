@@ -10,12 +10,15 @@ k-th decision, on candidate `order(i, n)[k]`. The router's decision record holds
 Reward (Table 1), with +/- = agent i correct before (end of round t-1) / after (end of round t) and
 the round's scale a_t = a * round_scale**(t - 1) (the paper: a = 1.0 in round 1, 1.5 in round 2):
 
-    keep:  ++ -> k * a_t    +- -> -2 a_t    -+ -> 2 a_t    -- -> -a_t / (N - 1)
-    prune: ++ -> a_t        +- -> prune_flip * a_t          -+ -> prune_flip * a_t    -- -> -a_t / (N - 1)
+    keep:  ++ -> k * a_t    +- -> -2 a_t                 -+ -> 2 a_t                 -- -> -a_t / (N - 1)
+    prune: ++ -> a_t        +- -> -2 a_t * prune_flip    -+ -> 2 a_t * prune_flip    -- -> -a_t / (N - 1)
 
 Our reading where the paper is silent: an agent writes one reply per round, after all its decisions,
-so every decision of (t, i) shares that round's before/after pair; Table 1 leaves prune on a flip
-blank, `prune_flip` (default 0) fills it — with 0, keeping is what a flip credits or blames.
+so every decision of (t, i) shares that round's before/after pair. Table 1 leaves prune on a flip
+blank; `prune_flip` fills it: 1 (default) credits or blames a flip to whatever the agent decided —
+pruning its own right answer can break it as surely as keeping a wrong one — so keep and prune differ
+only where the answer stayed right (k * a_t against a_t: k is the sparsity knob, as in the paper's
+ablation); 0 credits flips to kept responses only.
 
 Return (appendix A, Table 8). Action (t, i, k) influences its own later decisions in round t
 (weight gamma**(k' - k) for k' >= k) and, through agent i's reply in round t, every decision of round
@@ -49,7 +52,7 @@ class CppReward:
     round_scale: float = 1.5
     beta: float = 0.9
     gamma: float = 0.9
-    prune_flip: float = 0.0
+    prune_flip: float = 1.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -82,9 +85,8 @@ def action_reward(kept: bool, before: bool, after: bool, scale: float, n: int, w
         return w.k * scale if kept else scale
     if not before and not after:
         return -scale / max(1, n - 1)
-    if kept:
-        return 2 * scale if after else -2 * scale
-    return w.prune_flip * scale
+    flip = 2 * scale if after else -2 * scale
+    return flip if kept else w.prune_flip * flip
 
 
 def index(t: int, i: int, k: int, n: int) -> int:

@@ -81,11 +81,13 @@ def test_longer_debates_reach_every_later_decision_discounted_by_rounds() -> Non
 @pytest.mark.parametrize(
     "kept, before, after, want",
     [(True, True, True, 0.5 * 1.5), (True, True, False, -3.0), (True, False, True, 3.0), (True, False, False, -0.75),
-     (False, True, True, 1.5), (False, False, False, -0.75), (False, True, False, 0.0), (False, False, True, 0.0)],
+     (False, True, True, 1.5), (False, False, False, -0.75), (False, True, False, -3.0), (False, False, True, 3.0)],
 )  # fmt: skip
 def test_table_1(kept: bool, before: bool, after: bool, want: float) -> None:
     w = CppReward(k=0.5)
     assert action_reward(kept, before, after, w.scale(2), 3, w) == pytest.approx(want)  # a_2 = 1.5
+    if not kept and before != after:  # the blank cells: prune_flip scales the flip's reward
+        assert action_reward(kept, before, after, w.scale(2), 3, CppReward(k=0.5, prune_flip=0.0)) == 0.0
 
 
 def _round(t: int, keep: list[list[int]], before: tuple[bool, ...], after: tuple[bool, ...]) -> RoundRecord:
@@ -104,7 +106,7 @@ def test_rewards_and_returns_read_the_trajectory() -> None:
     assert rewards[index(1, 0, 0, n)] == 1.0  # ++ keep, k = 1
     assert rewards[index(1, 0, 2, n)] == 1.0  # ++ prune
     assert rewards[index(1, 1, 1, n)] == 2.0  # -+ keep
-    assert rewards[index(1, 1, 0, n)] == 0.0  # -+ prune: prune_flip 0
+    assert rewards[index(1, 1, 0, n)] == 2.0  # -+ prune: prune_flip 1 credits the flip too
     assert rewards[index(1, 2, 0, n)] == -0.5  # -- keep: -a / (N - 1)
     assert rewards[index(2, 2, 2, n)] == 3.0  # -+ keep in round 2: 2 * 1.5
     np.testing.assert_allclose(ret, table_8() @ rewards)
