@@ -65,7 +65,7 @@ def convert_gguf(gguf: Path, out: Path) -> None:
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     # GGUF loads go through a quantizer that marks the model non-serializable, although the weights
     # are plain fp32 tensors by now; dropping it lets save_pretrained write them.
-    model.hf_quantizer = None
+    model.__dict__["hf_quantizer"] = None  # a plain attribute (typed as a module by transformers)
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     model.save_pretrained(str(out))

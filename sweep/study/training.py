@@ -1,6 +1,8 @@
 """Studies whose trials train: with `train:` set, a trial first trains a policy (`sweep.train`) with
 the trial's reward weights and router arguments (RUMAD: α1–α6, β1–β4 are reward weights; θ_act,
-θ_vis, B are arguments of the router, used while training and while evaluating), then evaluates the
+θ_vis, B are arguments of the router, used while training and while evaluating; CPP: k, a,
+round_scale, β, γ are reward coefficients, lr, entropy_coef, entropy_decay its policy gradient's),
+then evaluates the
 trained checkpoint on the study's base sweep (its dev split) like any other trial — so objectives such
 as accuracy and tokens form a Pareto set.
 
@@ -23,12 +25,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.console import Console
 
 from debate.episode import Agent
-from debate.rewards import TERMS, RewardWeights
+from debate.rewards import TERMS
 from debate.spec import stable_hash
 from search_spaces import SearchSpace, SpaceError
 from sweep.config import ConfigError, SweepConfig
 from sweep.study.spaces import check_method
-from sweep.train.config import REWARD_KEYS, TrainSetup, load_train
+from sweep.train.config import PG_TUNED, REWARD_KEYS, REWARDS, PGConfig, TrainSetup, load_train, reward_keys
 
 CURVE = "train_curve"  # the trial user attr holding the pruned-on metric per update
 PRUNE_METRICS = ("return", "accuracy", *(f"reward.{t}" for t in TERMS))  # higher is better
@@ -73,14 +75,17 @@ def load_training(
             raise ConfigError(
                 f"train.config: model '{m}' is not the study's; train and evaluate on the same models (one engine pool)"
             )
-    reward = [p for p in space.params if p.name in REWARD_KEYS]
-    for p in reward:
+    rk, pk = reward_keys(method), PG_TUNED if setup.algorithm == "pg" else ()
+    for p in space.params:
+        if p.name not in rk and p.name not in pk:
+            continue
         for value in p.extremes():
             try:
-                RewardWeights(**{p.name: value})
+                REWARDS[method](**{p.name: value}) if p.name in rk else PGConfig(**{p.name: value})
             except (ValueError, TypeError) as e:
-                raise SpaceError(f"{space.source}: params.{p.name}: the reward refuses {value!r} ({e}); narrow the range") from None
-    rest = dataclasses.replace(space, params=tuple(p for p in space.params if p.name not in REWARD_KEYS))
+                what = "the reward" if p.name in rk else "pg"
+                raise SpaceError(f"{space.source}: params.{p.name}: {what} refuses {value!r} ({one(e)}); narrow the range") from None
+    rest = dataclasses.replace(space, params=tuple(p for p in space.params if p.name not in rk and p.name not in pk))
     check_method(rest, method, fixed)
     return setup
 
@@ -91,9 +96,16 @@ def trial_training(training: TrainSetup, out: Path, params: dict[str, Any]) -> T
     return training.with_params(params, str(where))
 
 
+TRAINING_KEYS = {*REWARD_KEYS, *reward_keys("cpp"), *PG_TUNED}  # what trained methods' spaces tune besides the router
+
+
+def one(e: Exception) -> str:
+    return str(e).splitlines()[0]
+
+
 def router_args(params: dict[str, Any]) -> dict[str, Any]:
-    """The params that are the router's arguments (not reward weights)."""
-    return {k: v for k, v in params.items() if k not in REWARD_KEYS}
+    """The params that are the router's arguments (not reward weights or training hyperparameters)."""
+    return {k: v for k, v in params.items() if k not in TRAINING_KEYS}
 
 
 def should_prune(spec: TrainSpec, curve: list[float], finished: list[list[float]]) -> bool:

@@ -164,7 +164,7 @@ async def train_async(
         t0 = time.perf_counter()
         k, ent_coef = stage_k(setup, update), cfg.entropy_coef * cfg.entropy_decay ** (update - 1)  # 1.
         router = CppPolicyRouter(params, Pruner(net, f"training-u{update}"), sample=True)
-        tasks = rollout_tasks(setup, items, router, update, cfg.episodes_per_update, rng)  # type: ignore[arg-type]
+        tasks = rollout_tasks(setup, items, router, update, cfg.episodes_per_update, rng)
         results = await run_rollouts(tasks, agents, setup.base.concurrency)  # 2.
         batch = collect(results, dataclasses.replace(setup.rewards, k=k))  # 3.
         losses = pg_update(net, optimizer, batch, setup, ent_coef)  # 4.

@@ -77,7 +77,8 @@ def save(
     out = setup.out
     path = policy_file(out, update)
     weights = {k: v.detach().cpu().numpy().copy() for k, v in module.state_dict().items()}
-    digest = ckpt.save_checkpoint(path, module.arch.to_dict(), weights, provenance(setup, update))  # type: ignore[operator]
+    arch: Any = module.arch
+    digest = ckpt.save_checkpoint(path, arch.to_dict(), weights, provenance(setup, update))
     evals = [h["eval.return"] for h in history if "eval.return" in h]
     if evals and "eval.return" in history[-1] and history[-1]["eval.return"] >= max(evals):
         _copy(path, best_file(out))  # before trainer.pt: a resumed training never lacks its best
