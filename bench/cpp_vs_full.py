@@ -7,7 +7,9 @@ seed, on the honest team and on the team whose seat 1 (sim-mid) is adversarial:
 
 - Full-Debate (fixed clique), and Full-Debate with CPP's early-round truncation (CPP's network made to
   keep everything, `threshold` ~ 0, with the same caps);
-- CPP (thresholded policy), and CPP with truncation at the `--truncate` quantiles (App. C);
+- CPP (thresholded policy; the policy its training kept as best by the periodic evaluation on
+  training items — model selection never sees the test items — and, once, its final policy), and CPP
+  with truncation at the `--truncate` quantiles (App. C);
 - random pruning, p = 0.5 (CPP's Random), and p = CPP's measured keep rate (equal edges);
 - vote (one answer per model); consistency fuse and best with m matched to CPP-with-truncation's
   measured cost (`debate.baselines.matched_m`; best = the model with the best round-0 accuracy);
@@ -19,7 +21,7 @@ accuracy drops under the adversary, and an accuracy-cost Pareto plot. In-process
 MLflow); the trainings are the ones `sweep train` runs (`sweep.train.pg.train`) and resume from their
 checkpoints. Simulated agents: not a claim about LLMs.
 
-    .venv/bin/python bench/cpp_vs_full.py                       # 5 seeds, 60 updates each
+    .venv/bin/python bench/cpp_vs_full.py                       # 5 seeds, 80 updates each
     .venv/bin/python bench/cpp_vs_full.py --seeds 2 --updates 10 --items 50   # a quick look
 """
 
@@ -125,18 +127,20 @@ def plot(panels: dict[str, dict[str, list[Tally]]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(7.5 * len(panels), 5.2), squeeze=False)
+    cmap = plt.get_cmap("tab20")
     for ax, (title, results) in zip(axes[0], panels.items(), strict=True):
         points = {k: (100 * share(v, results[FULL]), statistics.mean(t.accuracy for t in v)) for k, v in results.items()}
         front = sorted(p for k, p in points.items() if not any(q[0] <= p[0] and q[1] >= p[1] and q != p for q in points.values()))
         ax.plot([p[0] for p in front], [p[1] for p in front], "--", color="grey", lw=1, label="Pareto front")
-        for label, (x, y) in points.items():
-            ax.scatter(x, y, s=36, marker="*" if "CPP" in label else "o", zorder=3)
-            ax.annotate(label, (x, y), fontsize=7, xytext=(4, 3), textcoords="offset points")
+        for n, (label, (x, y)) in enumerate(points.items()):
+            mark = "*" if label.startswith(("CPP", "Adv-CPP")) else ("s" if label.startswith(FULL) else "o")
+            ax.scatter(x, y, s=70 if mark == "*" else 36, marker=mark, color=cmap(n % 20), zorder=3, label=label)
         ax.set_xlabel("price-weighted cost, % of Full-Debate (same items)")
         ax.set_ylabel("accuracy (mean over seeds)")
         ax.set_title(title, fontsize=10)
-        ax.legend(fontsize=7, loc="lower right")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(0.0, -0.14), ncol=2, frameon=False)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -163,9 +167,11 @@ def teams(agents: dict[str, Agent]) -> tuple[list[Agent], list[Agent]]:
 
 
 def run_seed(
-    seed: int, policy: str, adv_policy: str, items: list[Any], agents: dict[str, Agent], truncate: list[float], notes: dict[str, list[Any]]
+    seed: int, policies: tuple[str, str, str], items: list[Any], agents: dict[str, Agent], truncate: list[float], notes: dict[str, list[Any]]
 ) -> dict[str, dict[str, Tally]]:
-    """Every method on both teams under one seed."""
+    """Every method on both teams under one seed; `policies`: CPP's best-evaluated and final policy,
+    Adv-CPP's best-evaluated policy."""
+    policy, final, adv_policy = policies
     cpp = {"checkpoint": policy}
     out: dict[str, dict[str, Tally]] = {}
     for name, team in zip(("vanilla", "adversarial"), teams(agents), strict=True):
@@ -175,6 +181,7 @@ def run_seed(
         for q in truncate:
             got[f"{FULL}, truncated q{q:g}"] = ev(build_method("cpp", {**cpp, "threshold": 1e-9, "truncate": q}))
         got["CPP"] = ev(build_method("cpp", cpp))
+        got["CPP, final policy"] = ev(build_method("cpp", {"checkpoint": final}))
         for q in truncate:
             got[f"CPP, truncated q{q:g}"] = ev(build_method("cpp", {**cpp, "truncate": q}))
         if name == "adversarial":
@@ -211,7 +218,7 @@ def merge(per_seed: list[dict[str, Tally]]) -> dict[str, list[Tally]]:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--updates", type=int, default=60)
+    parser.add_argument("--updates", type=int, default=80)
     parser.add_argument("--items", type=int, default=200, help="arith test items evaluated per seed")
     parser.add_argument("--truncate", type=float, nargs="+", default=[0.9, 0.75], help="truncation quantiles (the first sets the matched cost)")
     parser.add_argument("--out", default=str(ROOT / "runs" / "bench_cpp"), help="trainings (resumable)")
@@ -228,7 +235,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     vanilla, adversarial, notes = [], [], {}
     for seed in range(args.seeds):
         _, agents = setup_and_agents(seed, args.updates, args.out, args.sets, False)
-        got = run_seed(seed, str(outcomes[seed].policy), str(outcomes[args.seeds + seed].policy), items, agents, args.truncate, notes)
+        mine, adv = outcomes[seed], outcomes[args.seeds + seed]
+        policies = (str(mine.best or mine.policy), str(mine.policy), str(adv.best or adv.policy))
+        got = run_seed(seed, policies, items, agents, args.truncate, notes)
         vanilla.append(got["vanilla"])
         adversarial.append(got["adversarial"])
         print(f"seed {seed}: CPP {got['vanilla']['CPP'].accuracy:.3f}, Full-Debate {got['vanilla'][FULL].accuracy:.3f} "
@@ -239,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def report(vanilla: dict[str, list[Tally]], adversarial: dict[str, list[Tally]], notes: dict[str, list[Any]], args: Any, seconds: float) -> None:
     q = f"q{args.truncate[0]:g}"
     print(f"simulated team of examples/cpp_simulated.yaml (skills 0.75/0.60/0.45, prices in/out per M tokens 2.0/8.0, 0.4/1.6, "
-          f"0.1/0.4); CPP trained on arith train ({args.updates} updates x 32 episodes per seed, {' '.join(args.sets) or 'defaults'}); "
+          f"0.1/0.4); CPP trained on arith train ({args.updates} updates x 64 episodes per seed, {' '.join(args.sets) or 'defaults'}); "
           f"evaluated on arith test[:{args.items}] (shuffle seed 0), seeds 0..{args.seeds - 1}; {seconds:.0f} s\n")  # fmt: skip
     print("### honest team\n")
     print(table(vanilla, args.items))

@@ -170,7 +170,7 @@ async def train_async(
         losses = pg_update(net, optimizer, batch, setup, ent_coef)  # 4.
         metrics = {"update": float(update), "k": k, **batch.metrics, **losses, "failures": float(len(tasks) - len(results))}
         if setup.cfg.eval_every and update % setup.cfg.eval_every == 0:
-            metrics |= await evaluate(setup, net, items, agents, update, k)
+            metrics |= await evaluate(setup, net, items, agents, update)
         metrics["seconds"] = time.perf_counter() - t0
         history.append(metrics)
         latest = state.save(setup, update, net, optimizer, rng, history)  # 5.
@@ -189,13 +189,14 @@ async def train_async(
     return TrainOutcome(final, latest[1], history, start, tracker.run_id, best if best.is_file() else None)
 
 
-async def evaluate(setup: TrainSetup, net: PruningNet, items: list[Any], agents: Mapping[str, Agent], update: int, k: float) -> dict[str, float]:
+async def evaluate(setup: TrainSetup, net: PruningNet, items: list[Any], agents: Mapping[str, Agent], update: int) -> dict[str, float]:
     """The thresholded policy (what evaluation runs) on `eval_episodes` training items and seeds,
-    the same at every evaluation."""
+    the same at every evaluation, scored under the final reward (`reward.k`, whatever the stage), so
+    evaluations compare across the schedule and the best one (by eval.return) is kept."""
     router = CppPolicyRouter(setup.method.router, Pruner(net, f"eval-u{update}"), sample=False)  # type: ignore[arg-type]
     fixed = np.random.default_rng([setup.cfg.pg.seed, 0xE7A1])
     tasks = rollout_tasks(setup, items, router, "eval", setup.cfg.eval_episodes, fixed)  # type: ignore[arg-type]
-    got = collect(await run_rollouts(tasks, agents, setup.base.concurrency), dataclasses.replace(setup.rewards, k=k)).metrics
+    got = collect(await run_rollouts(tasks, agents, setup.base.concurrency), setup.rewards).metrics
     return {f"eval.{key}": got[key] for key in ("return", "accuracy", "cost_per_task", "tokens_per_task", "kept_edges")}
 
 
