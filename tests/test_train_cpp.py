@@ -183,3 +183,11 @@ def test_sweep_train_on_ray_logs_one_mlflow_run_and_sweep_run_evaluates_the_poli
     rounds = pl.read_parquet(tmp_path / "eval" / "rounds" / "*.parquet")
     assert rounds.filter(pl.col("round") == 0)["max_tokens"].to_list()[0] is not None  # round 0 truncated
     assert rounds.filter(pl.col("round") == 2)["max_tokens"].to_list()[0] is None  # the last round never
+
+
+def test_training_learns_what_its_reward_asks(tmp_path: Path) -> None:
+    """k = -1 punishes keeping a response an agent needed no help with: the keep rate must fall."""
+    sets = ["reward.k=-1", "pg.first_stage_updates=0", "pg.updates=12", "pg.episodes_per_update=8", "pg.lr=3e-3", "eval_every=0"]
+    h = run(write(tmp_path), *sets).history
+    first, last = np.mean([x["keep_rate"] for x in h[:3]]), np.mean([x["keep_rate"] for x in h[-3:]])
+    assert last < first - 0.1, (first, last)
