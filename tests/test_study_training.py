@@ -141,3 +141,55 @@ def test_a_pareto_study_trains_then_evaluates_each_trial(
     assert main(["study", str(path), "--best"]) == 0
     best = yaml.safe_load((out / "best.yaml").read_text())
     assert all(m["args"]["checkpoint"].endswith("policy.npz") for m in best["methods"])
+
+
+CPP_TRAIN: dict[str, Any] = {
+    "sweep": "base.yaml",
+    "overrides": ["datasets.0.offset=0", "datasets.0.limit=12"],
+    "method": {"name": "cpp"},
+    "cpp": {"hidden": 8, "behaviour_items": 2, "behaviour_offset": 40},
+    "pg": {"updates": 2, "episodes_per_update": 4},
+    "eval_every": 0,
+    "tracking": {"enabled": False},
+}
+CPP_SPACE: dict[str, Any] = {
+    "method": "cpp",
+    "params": {
+        "k": {"type": "float", "low": -1.0, "high": 1.0},
+        "gamma": {"type": "float", "low": 0.5, "high": 1.0},
+        "lr": {"type": "float", "low": 1e-4, "high": 3e-3, "log": True},
+        "threshold": {"type": "float", "low": 0.3, "high": 0.7},
+    },
+}
+
+
+def test_a_cpp_space_splits_into_reward_pg_and_router_arguments(tmp_path: Path) -> None:
+    path = write(tmp_path, CPP_SPACE, CPP_TRAIN, method={"name": "cpp"})
+    setup = load_study(path)
+    assert setup.training is not None and setup.training.algorithm == "pg"
+    trial = setup.training.with_params({"k": -0.5, "gamma": 0.7, "lr": 1e-3, "threshold": 0.6}, str(tmp_path / "t"))
+    assert trial.rewards.k == -0.5 and trial.rewards.gamma == 0.7 and trial.cfg.pg.lr == 1e-3
+    assert trial.cfg.method.args == {"threshold": 0.6}
+    bad = {**CPP_SPACE, "params": {"entropy_decay": {"type": "float", "low": 0.5, "high": 1.5}}}
+    with pytest.raises(ConfigError, match="pg refuses 1.5"):
+        load_study(write(tmp_path, bad, CPP_TRAIN, method={"name": "cpp"}))
+
+
+def test_a_cpp_trial_trains_to_the_end_and_hands_back_its_policy(tmp_path: Path) -> None:
+    import asyncio
+
+    from rich.console import Console
+
+    from actors.registry import build_backend
+    from sweep.pool import build_agents
+    from sweep.study.training import train_trial
+
+    setup = load_study(write(tmp_path, CPP_SPACE, CPP_TRAIN, method={"name": "cpp"}))
+    assert setup.training is not None and setup.cfg.train is not None
+    specs = {m: setup.base.models[m] for m in set(setup.base.team())}
+    agents = build_agents(specs, {m: build_backend(s.engine, m, dict(s.args)) for m, s in specs.items()}, None)
+    trial = optuna.create_study(directions=["maximize", "minimize"]).ask()
+    params = {"k": 0.2, "gamma": 0.8, "lr": 1e-3, "threshold": 0.5}
+    got = asyncio.run(train_trial(setup.cfg.train, setup.training, tmp_path / "out", trial, params, agents, Console(quiet=True)))
+    assert got is not None and Path(got).is_file()  # a finished training is not taken for a pruned one
+    assert len(trial.user_attrs["train_curve"]) == 2 and trial.user_attrs["reward"]["k"] == 0.2

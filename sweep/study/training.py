@@ -140,4 +140,4 @@ async def train_trial(
     trial.set_user_attr("reward", setup.cfg.reward)
     trial.set_user_attr("method_args", {**setup.cfg.method.args, "checkpoint": str(outcome.policy)})
     trial.set_user_attr("checkpoint", str(outcome.policy))
-    return str(outcome.policy) if len(outcome.history) >= setup.cfg.ppo.updates else None
+    return str(outcome.policy) if len(outcome.history) >= setup.updates else None

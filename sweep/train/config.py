@@ -184,6 +184,11 @@ class TrainSetup:
     def algorithm(self) -> str:
         return self.cfg.algorithm or ALGORITHM[self.cfg.method.name]
 
+    @property
+    def updates(self) -> int:
+        """The updates a finished training has made (its algorithm's `updates`)."""
+        return self.cfg.pg.updates if self.algorithm == "pg" else self.cfg.ppo.updates
+
     def fingerprint(self) -> str:
         """What decides the training's course; a resumed training must match it. `ppo.updates` is left
         out, so a finished training can be extended by raising it (and how often it is evaluated)."""
