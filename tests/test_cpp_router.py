@@ -152,4 +152,5 @@ def test_random_prune_keeps_about_p_and_hides_pruned_own_responses() -> None:
 
 def test_the_response_text_is_what_the_prompt_shows() -> None:
     view = View("42", 4, "Because six times seven.")
-    assert "Answer: 42" in response_text(view) and "Confidence: 4" in response_text(view)
+    text = response_text(view, 1)
+    assert text.startswith("Agent 2\n") and "Answer: 42" in text and "Confidence: 4" in text

@@ -43,10 +43,14 @@ def _update_only(args: Mapping[str, Any]) -> None:
         raise ValueError("method cpp: each agent's kept responses are its update prompt; use protocol 'update'")
 
 
-def response_text(view: View) -> str:
-    """A previous-round response as the policy reads it (and as the `update` prompt shows it)."""
+def response_text(view: View, author: int) -> str:
+    """A previous-round response as the policy reads it: as the `update` prompt shows it, headed by
+    its author ("Agent 2"). The author is ours (the paper encodes "the response"): it lets an agent's
+    behaviour embedding — initialised from replies headed by its own name — tell its own response
+    from the others', which the decision order alone does not give the network."""
     answer = view.answer if view.answer is not None else "(no answer)"
-    return f"Answer: {answer}\nConfidence: {view.confidence}\nReasoning: {view.reasoning.strip()[:MAX_RESPONSE_CHARS]}"
+    reasoning = view.reasoning.strip()[:MAX_RESPONSE_CHARS]
+    return f"Agent {author + 1}\nAnswer: {answer}\nConfidence: {view.confidence}\nReasoning: {reasoning}"
 
 
 def query_text(question: str, kept: Sequence[str]) -> str:
@@ -118,7 +122,7 @@ async def decide(params: CppRouter, policy: Any, state: DebateState, rng: np.ran
     if policy.arch.n_agents != n:
         raise ValueError(f"cpp: the policy was made for {policy.arch.n_agents} seats, the team has {n}")
     encoder = encoder_for(policy.arch.encoder)
-    texts = [response_text(v) for v in state.latest]
+    texts = [response_text(v, j) for j, v in enumerate(state.latest)]
     responses = await encoder.embed(texts)
     kept: list[list[int]] = [[] for _ in range(n)]
     keep = [[[0, False, 0.0] for _ in range(n)] for _ in range(n)]

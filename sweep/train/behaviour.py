@@ -45,7 +45,7 @@ async def behaviour(setup: TrainSetup, agents: Mapping[str, Agent]) -> tuple[np.
     async def one(sample: object) -> list[tuple[int, str, int]]:
         async with sem:
             res = await run_episode(answer, team, sample, grader_for(sample), seed, 0, ds.name)  # type: ignore[arg-type]
-        return [(t.agent, response_text(next_view(None, t)), t.completion_tokens) for t in res.turns]
+        return [(t.agent, response_text(next_view(None, t), t.agent), t.completion_tokens) for t in res.turns]
 
     rows = [r for rs in await asyncio.gather(*(one(s) for s in samples)) for r in rs]
     encoder = encoder_for(cfg.encoder)
