@@ -89,7 +89,7 @@ class PGConfig(_Strict):
     entropy_decay: float = Field(0.97, gt=0, le=1)  # per update: coef_u = entropy_coef * decay**(u - 1)
     first_stage_updates: int = Field(0, ge=0)  # 0: one stage, reward.k throughout
     first_stage_k: float = Field(1.0, ge=-1, le=1)
-    norm_returns: bool = True  # returns standardised over the batch (a baseline; ours)
+    norm_returns: bool = True  # returns less their (round, position) mean, over their std (a baseline; ours)
     max_grad_norm: float = Field(1.0, gt=0)
     seed: int = 0  # initialises the network and seeds every draw of the training
 

@@ -14,8 +14,10 @@ whose lengths the checkpoint keeps for truncation. Per update u:
 3. read every action back from the decision records (agent, query and candidate embeddings, kept),
    score it with Table 1 and accumulate its return over appendix A's dependencies
    (`debate.cpp_reward.returns`, a pure function of the trajectory);
-4. one gradient step on  -mean(G * log p(a)) - c_u * mean(H(p))  (G standardised over the batch
-   when `norm_returns`: a baseline, ours), gradients clipped at `max_grad_norm`;
+4. one gradient step on  -mean(G * log p(a)) - c_u * mean(H(p))  (with `norm_returns`, G less the
+   batch's mean return of the same (round, position) — a baseline, ours: an early action gathers more
+   dependents' rewards than a late one — scaled by the batch's std), gradients clipped at
+   `max_grad_norm`;
 5. record the state (`sweep.train.state`), then log the update's metrics to MLflow — so a training
    killed at any moment resumes from its last update.
 """
@@ -56,6 +58,7 @@ class Actions:
     candidates: torch.Tensor
     kept: torch.Tensor
     returns: torch.Tensor
+    slots: torch.Tensor  # each action's (round, position) as one index: its baseline's group
     metrics: dict[str, float]
 
 
@@ -67,17 +70,18 @@ def stage_k(setup: TrainSetup, update: int) -> float:
 
 def collect(results: list[EpisodeResult], reward: CppReward) -> Actions:
     """Every action of finished episodes with its return, and the rollout's metrics."""
-    agents, queries, cands, kept, rets, probs = [], [], [], [], [], []
+    agents, queries, cands, kept, rets, probs, slots = [], [], [], [], [], [], []
     totals, own, owners, edges = [], 0, 0, 0
     for res in results:
         rewards, g = returns(res.trajectory, reward)
         totals.append(float(rewards.sum()))
         rets.append(g)
-        for rec in res.trajectory[1:]:
+        for t, rec in enumerate(res.trajectory[1:]):
             assert rec.decision is not None
             record, flags = rec.decision.record, kept_matrix(rec)
             n = flags.shape[0]
             agents.append(np.repeat(np.arange(n), n))
+            slots.append(t * n + np.tile(np.arange(n), n))
             queries.append(np.asarray(record["_queries"]).reshape(n * n, -1))
             cands.append(np.asarray(record["_candidates"]).reshape(n * n, -1))
             kept.append(flags.reshape(-1))
@@ -101,7 +105,7 @@ def collect(results: list[EpisodeResult], reward: CppReward) -> Actions:
     t = torch.from_numpy
     return Actions(
         t(np.concatenate(agents)).long(), t(np.concatenate(queries)).float(), t(np.concatenate(cands)).float(),
-        t(np.concatenate(kept).astype(np.float32)), t(np.concatenate(rets)).float(), metrics,
+        t(np.concatenate(kept).astype(np.float32)), t(np.concatenate(rets)).float(), t(np.concatenate(slots)).long(), metrics,
     )  # fmt: skip
 
 
@@ -109,8 +113,11 @@ def pg_update(net: PruningNet, optimizer: torch.optim.Optimizer, batch: Actions,
     """One policy-gradient step on the batch (step 4 of the module docstring)."""
     cfg = setup.cfg.pg
     g = batch.returns
-    if cfg.norm_returns and len(g) > 1:
-        g = (g - g.mean()) / (g.std() + 1e-8)
+    if cfg.norm_returns and len(g) > 1:  # a baseline per (round, position): later slots gather fewer rewards
+        sums = torch.zeros(int(batch.slots.max()) + 1).index_add_(0, batch.slots, g)
+        counts = torch.bincount(batch.slots, minlength=len(sums)).clamp(min=1)
+        g = g - (sums / counts)[batch.slots]
+        g = g / (g.std() + 1e-8)
     dist = torch.distributions.Bernoulli(logits=net(batch.agents, batch.queries, batch.candidates))
     pg_loss = -(g * dist.log_prob(batch.kept)).mean()
     entropy = dist.entropy().mean()
