@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_serializer, model_validator
 
 from actors.registry import engine_names
 from data.registry import benchmark_names
@@ -98,6 +98,15 @@ class AgentEntry(_Strict):
     model: str
     count: int = Field(1, ge=1)
     adversarial: bool = False  # shown the gold answer and told to argue for a wrong one (each of `count`)
+
+    @model_serializer(mode="wrap")
+    def _honest_as_before(self, handler: Any) -> Any:
+        """An honest seat dumps as it did before seats could be adversarial, so sweep ids and training
+        fingerprints of existing configs stay what they were."""
+        out = handler(self)
+        if not self.adversarial and isinstance(out, dict):
+            out.pop("adversarial", None)
+        return out
 
 
 class Tracking(_Strict):

@@ -118,3 +118,13 @@ def test_minilm_embeds_offline_and_sees_meaning() -> None:
     v = asyncio.run(enc.embed(["The answer is 42.", "I conclude the result is forty-two.", "Paris is the capital of France."]))
     assert v.shape == (3, 384) and np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-4)
     assert float(v[0] @ v[1]) > float(v[0] @ v[2])
+
+
+def test_honest_seats_leave_sweep_ids_as_they_were() -> None:
+    raw: dict[str, Any] = {"models": {"a": {"engine": "simulated"}}, "agents": ["a", {"model": "a", "count": 2}],
+                           "datasets": [{"name": "arith"}], "methods": ["cot"]}  # fmt: skip
+    cfg = validate(raw)
+    assert cfg.model_dump()["agents"] == [{"model": "a", "count": 1}, {"model": "a", "count": 2}]
+    assert cfg.identity() == "271f1df2dd3a1859"  # the id this config had before seats could be adversarial
+    raw["agents"][0] = {"model": "a", "adversarial": True}
+    assert validate(raw).model_dump()["agents"][0]["adversarial"] is True
