@@ -105,24 +105,40 @@ def table(results: dict[str, list[Tally]], items: int) -> str:
 
 
 def plot(histories: dict[int, list[dict[str, float]]], path: Path) -> None:
+    """Top: the sampled rollouts each update (faint) and their 10-update running mean; bottom: the
+    policy's mean (what evaluation runs) on the training's fixed evaluation items, every 10 updates."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import numpy as np
 
-    keys = [("return", "return (sampled rollouts)"), ("accuracy", "rollout accuracy"),
-            ("activations", "activations / episode"), ("tokens_per_task", "tokens / task")]  # fmt: skip
-    fig, axes = plt.subplots(1, len(keys), figsize=(14, 3.2))
-    for ax, (key, title) in zip(axes, keys, strict=True):
-        for seed, h in sorted(histories.items()):
-            ax.plot([x["update"] for x in h], [x[key] for x in h], lw=0.8, alpha=0.8, label=f"seed {seed}")
-        ax.set_title(title, fontsize=9)
-        ax.set_xlabel("PPO update", fontsize=8)
-        ax.tick_params(labelsize=7)
-    axes[0].legend(fontsize=7)
+    rows = [
+        [("return", "return, sampled rollouts"), ("accuracy", "accuracy, sampled rollouts"), ("tokens_per_task", "tokens/task, sampled")],
+        [("eval.return", "return, policy mean (eval)"), ("eval.accuracy", "accuracy, policy mean (eval)"),
+         ("eval.activations", "activations/episode, policy mean (eval; B = 12)")],
+    ]  # fmt: skip
+    fig, axes = plt.subplots(2, 3, figsize=(13, 6))
+    for r, row in enumerate(rows):
+        for ax, (key, title) in zip(axes[r], row, strict=True):
+            for i, (seed, h) in enumerate(sorted(histories.items())):
+                pts = [(x["update"], x[key]) for x in h if key in x]
+                if not pts:
+                    continue
+                u, v = np.array(pts).T
+                color = f"C{i}"
+                if r == 0:
+                    ax.plot(u, v, lw=0.5, alpha=0.25, color=color)
+                    v = np.convolve(v, np.ones(10) / 10, mode="valid")
+                    u = u[9:]
+                ax.plot(u, v, lw=1.2, color=color, label=f"seed {seed}", marker="o" if r else None, ms=2.5)
+            ax.set_title(title, fontsize=9)
+            ax.set_xlabel("PPO update", fontsize=8)
+            ax.tick_params(labelsize=7)
+    axes[0][0].legend(fontsize=7)
     fig.suptitle("RUMAD training on the simulated population (6 agents, 6 rounds, B = 12; 64 episodes per update)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 

@@ -234,6 +234,7 @@ def test_sigkill_mid_training_then_rerun_resumes_to_the_same_policy(tmp_path: Pa
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_sweep_run_evaluates_a_checkpoint_with_the_same_episodes_twice(tmp_path: Path, ray_driver: RayHead) -> None:
     from sweep.config import validate
     from sweep.runner import run_sweep

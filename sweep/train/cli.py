@@ -96,7 +96,7 @@ def _run(setup: TrainSetup, args: argparse.Namespace) -> int:
         top = max(evals, key=lambda h: h["eval.return"])
         out.print(f"best evaluated policy: {outcome.best} (update {top['update']:.0f}, eval accuracy {top['eval.accuracy']:.3f})")
     entry = {"name": setup.cfg.method.name, "args": {**setup.cfg.method.args, "checkpoint": str(outcome.policy)}}
-    out.print(f"evaluate it with the method entry: {yaml.safe_dump(entry, default_flow_style=True).strip()}")
+    out.print(f"evaluate it with the method entry: {yaml.safe_dump(entry, default_flow_style=True, width=10_000).strip()}")
     if tracker.uri is not None:
         out.print(
             f"mlflow: {tracker.uri} (run {tracker.run_id}; checkpoint URI runs:/{tracker.run_id}/policy.npz); "
