@@ -6,17 +6,24 @@ written); 1 a failure while running."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from sweep import data_cli
 from sweep.config import ConfigError, SweepConfig, load_config
+from sweep.ownership import DirLock
+from sweep.preflight import TrackingFailed, Unreachable, preflight
+from sweep.repair import DiskFull
+from sweep.report import cli as report_cli
 from sweep.study import cli as study_cli
 from sweep.train import cli as train_cli
+from sweep.view import cli as view_cli
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,6 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     data_cli.add_parser(sub)
     study_cli.add_parser(sub)
     train_cli.add_parser(sub)
+    report_cli.add_parser(sub)
+    view_cli.add_parser(sub)
     with_config("validate", "check a config; changes nothing")
     with_config("plan", "show the expanded grid with episode and call counts; changes nothing")
     run = with_config("run", "run every episode not stored yet, then log to MLflow")
@@ -50,6 +59,11 @@ def _parser() -> argparse.ArgumentParser:
         "--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI, else sqlite in --out)"
     )
     run.add_argument("--no-tracking", action="store_true", help="skip MLflow")
+    run.add_argument(
+        "--join",
+        action="store_true",
+        help="if another driver owns the output dir, help it: run only episodes nobody has claimed",
+    )
     return p
 
 
@@ -61,17 +75,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return study_cli.run(args)
     if args.command == "train":
         return train_cli.run(args)
+    if args.command in ("report", "view"):
+        return (report_cli if args.command == "report" else view_cli).run(args)
     # Off a terminal rich assumes 80 columns; logs (ray job logs, CI) read better unwrapped.
     out = Console(soft_wrap=True) if sys.stdout.isatty() else Console(width=160, soft_wrap=True)
     err = Console(stderr=True, soft_wrap=True)
     try:
         cfg = load_config(args.config, args.overrides, args.out)
+        from sweep.plan import build_plan
+
+        plan = build_plan(cfg)  # the datasets load: an offset past the end is a config error too
         if args.command == "validate":
             out.print(f"ok: {args.config} is a valid sweep config (sweep id {cfg.identity()})")
             return 0
-        from sweep.plan import build_plan
-
-        plan = build_plan(cfg)
         if args.command == "plan":
             out.print(_plan_table(cfg, plan))
             out.print(
@@ -83,25 +99,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.no_tracking:
             cfg = cfg.model_copy(update={"tracking": cfg.tracking.model_copy(update={"enabled": False})})
+        # Before anything is written: the servers answer, and the output dir is ours (or joined).
+        preflight(cfg, args.tracking_uri, args.address)
+        lock = DirLock.for_output(Path(cfg.output_dir).resolve(), cfg.identity())
+        lock.acquire(args.join)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)  # plain print: one line, never wrapped
         return 2
-    return _run(cfg, args, out, err)
+    except Unreachable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    try:
+        return _run(cfg, plan, args, out, err, lock)
+    finally:
+        lock.release()
 
 
-def _run(cfg: SweepConfig, args: argparse.Namespace, out: Console, err: Console) -> int:
+def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, err: Console, lock: Any) -> int:
     from sweep import costmatch
     from sweep.results import ResultStore
     from sweep.runner import run_sweep, summary_table
 
+    signal.signal(signal.SIGTERM, _interrupt)  # cleanup (engines, Ray, the lock) runs on SIGTERM too
     try:
         if any(costmatch.is_pending(e) for e in cfg.methods):  # run what they match first, then settle them
             first = costmatch.without_pending(cfg)
             run_sweep(first.model_copy(update={"tracking": first.tracking.model_copy(update={"enabled": False})}),
-                      address=args.address, console=err)  # fmt: skip
+                      address=args.address, console=err, lock=lock)  # fmt: skip
             cfg = costmatch.settle(cfg, ResultStore(Path(cfg.output_dir).resolve()))
+            plan = None  # the settled entries are planned now (run_sweep builds it)
             err.print("matched: " + "; ".join(f"{e.name}({e.args})" for e in cfg.methods if e.name == "consistency"))
-        outcome = run_sweep(cfg, tracking_uri=args.tracking_uri, address=args.address, console=err)
+        outcome = run_sweep(
+            cfg, plan, tracking_uri=args.tracking_uri, address=args.address, console=err, lock=lock
+        )
     except KeyboardInterrupt:
         err.print("interrupted: finished episodes are stored; rerun the same command to continue")
         return 1
@@ -109,7 +139,8 @@ def _run(cfg: SweepConfig, args: argparse.Namespace, out: Console, err: Console)
         print(f"error: {e}", file=sys.stderr)
         return 2
     except Exception as e:
-        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        known = isinstance(e, DiskFull | TrackingFailed)  # their messages say what to do
+        print(f"error: {e}" if known else f"error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     simulated = all(cfg.models[m].engine == "simulated" for m in cfg.team())
     out.print(summary_table(outcome.summary, simulated))
@@ -131,6 +162,10 @@ def _run(cfg: SweepConfig, args: argparse.Namespace, out: Console, err: Console)
         )
         return 1
     return 0
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _plan_table(cfg: SweepConfig, plan: object) -> Table:

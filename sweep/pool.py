@@ -16,18 +16,22 @@ from debate.episode import Agent
 from debate.prompts import REPLY_SCHEMA
 from sweep.cache import CachedBackend, CallCache
 from sweep.config import ModelSpec, SweepConfig, model_identity
+from sweep.reaper import watch_descendants
+from sweep.repair import check_cache
+from sweep.sanitize import SanitizingBackend
 
 
 def build_agents(
     models: Mapping[str, ModelSpec], backends: Mapping[str, Backend], cache: CallCache | None
 ) -> dict[str, Agent]:
     """One `Agent` per pool model: its engine (behind the call cache when there is one), its
-    sampling, its reply schema and its prices."""
+    sampling, its reply schema and its prices. Replies are sanitised before the cache stores them,
+    and again after it (a cache written by an older version may hold what no writer accepts)."""
     agents = {}
     for m, spec in models.items():
-        backend: Backend = backends[m]
+        backend: Backend = SanitizingBackend(backends[m])
         if cache is not None:
-            backend = CachedBackend(backend, cache, model_identity(m, spec))
+            backend = SanitizingBackend(CachedBackend(backend, cache, model_identity(m, spec)))
         schema = dict(REPLY_SCHEMA) if spec.structured_output else None
         s = spec.sampling
         agents[m] = Agent(
@@ -67,17 +71,21 @@ class EnginePool:
         from sweep.ray_runtime import init_ray
 
         t0 = time.perf_counter()
+        out = Path(self.cfg.output_dir).resolve()
+        if self.cfg.cache:  # a corrupt cache is set aside now, not found after engines start
+            check_cache(out / "llm_cache.sqlite")
         if self.warm_math:
             from data.mathcheck import checker
 
             checker().start()  # its worker takes seconds to start: not inside the first episode's vote
         info = init_ray(self.address or self.cfg.ray.address, self.cfg.ray.num_cpus)
         specs = {m: self.cfg.models[m] for m in self.models}
+        watch_descendants()  # Ray's local processes (and the math worker) stop with this driver
         self.backends = start_engines(specs)
+        watch_descendants()  # the engines' worker processes too
         self.console.print(
             f"ray: {info['mode']}; engines ready for {', '.join(self.models)} in {time.perf_counter() - t0:.1f} s"
         )
-        out = Path(self.cfg.output_dir).resolve()
         self.cache = CallCache(out / "llm_cache.sqlite") if self.cfg.cache else None
         self.agents = build_agents(specs, self.backends, self.cache)
         self.encoders = HostedEncoders().start()

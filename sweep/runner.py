@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,12 +23,17 @@ from rich.progress import (
 from rich.table import Table
 
 from sweep.config import SweepConfig
+from sweep.ownership import Claims, DirLock
 from sweep.plan import Plan, build_plan
 from sweep.pool import EnginePool
+from sweep.preflight import TrackingFailed, preflight
 from sweep.records import Recorder
+from sweep.repair import MIN_FREE_BYTES, DiskFull, free_bytes, is_disk_full
 from sweep.results import BufferedWriter, ResultStore
 from sweep.scheduler import RunStats, run_tasks
 from sweep.tracking import sweep_tracker
+
+WAIT_POLL_S = 1.0  # how often an owner looks whether its workers' episodes are stored
 
 
 @dataclass
@@ -54,30 +61,97 @@ def run_sweep(
     tracking_uri: str | None = None,
     address: str | None = None,
     console: Console | None = None,
+    lock: DirLock | None = None,
+    join: bool = False,
 ) -> SweepOutcome:
-    """Run every episode of the sweep that is not stored yet, then log the sweep to MLflow."""
+    """Run every episode of the sweep that is not stored yet, then log the sweep to MLflow. The
+    output dir is owned for the whole run (`lock`, taken here when not given; `join`: help its
+    owner as a worker, which runs only unclaimed episodes and logs nothing)."""
     console = console or Console(stderr=True)
     plan = plan or build_plan(cfg)
     out = Path(cfg.output_dir).resolve()
-    write_resolved_config(cfg, out)
-    store = ResultStore(out)
+    if lock is not None:
+        return _run_owned(cfg, plan, tracking_uri, address, console, lock)
+    preflight(cfg, tracking_uri, address)
+    lock = DirLock.for_output(out, cfg.identity())
+    lock.acquire(join)
+    try:
+        return _run_owned(cfg, plan, tracking_uri, address, console, lock)
+    finally:
+        lock.release()
+
+
+def _run_owned(
+    cfg: SweepConfig, plan: Plan, tracking_uri: str | None, address: str | None, console: Console, lock: DirLock
+) -> SweepOutcome:
+    out = Path(cfg.output_dir).resolve()
+    worker = lock.role == "worker"
+    if not worker:
+        write_resolved_config(cfg, out)
+    store = ResultStore(out, orphans_before=lock.clean_before())
+    claims = Claims(out)
     done = store.done_ids()
     todo = [t for t in plan.tasks if t.episode_id not in done]
-    outcome = SweepOutcome(out, len(plan.tasks), len(plan.tasks) - len(todo), None, None, None)
-    if not todo:
+    held = claims.held_by_others({t.episode_id for t in todo})
+    todo = [t for t in todo if t.episode_id not in held]
+    outcome = SweepOutcome(out, len(plan.tasks), len(done & {t.episode_id for t in plan.tasks}), None, None, None)
+    if not todo and not held:
         console.print(f"[green]all {len(plan.tasks)} episodes are already done[/]: no model call made")
-    else:
-        outcome.stats = _run_episodes(cfg, todo, store, address, console)
-
-    tracker = sweep_tracker(cfg, tracking_uri)
-    outcome.tracking_uri = tracker.uri
-    outcome.parent_run_id = tracker.log_sweep(cfg, plan, store, outcome.stats)
+    elif todo:
+        try:
+            outcome.stats = _run_episodes(cfg, todo, store, address, console, claims)
+        except BaseException:
+            with contextlib.suppress(Exception):  # let a worker (or the rerun) have what we gave up
+                claims.release(claims.mine - store.done_ids())
+            raise
+    if worker:
+        console.print("worker: done with the unclaimed episodes; the owner of the output dir logs to MLflow")
+        outcome.summary = summarize(plan, store)
+        return outcome
+    _settle(plan, store, claims, lock, outcome, console)
+    try:
+        tracker = sweep_tracker(cfg, tracking_uri)
+        outcome.tracking_uri = tracker.uri
+        outcome.parent_run_id = tracker.log_sweep(cfg, plan, store, outcome.stats)
+    except Exception as e:  # noqa: BLE001 - MLflow's and the network's errors vary; the results are safe
+        raise TrackingFailed(
+            f"tracking: logging to MLflow failed ({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}); "
+            f"the results are stored in {out}; rerun once the tracking server is back, or pass --no-tracking"
+        ) from e
     outcome.summary = summarize(plan, store)
     return outcome
 
 
+def _settle(
+    plan: Plan, store: ResultStore, claims: Claims, lock: DirLock, outcome: SweepOutcome, console: Console
+) -> None:
+    """Wait for the episodes that live workers are running; episodes left unstored by a driver that
+    stopped become failures (a rerun runs them). Claims go once every episode is stored."""
+    ids = {t.episode_id for t in plan.tasks}
+    said = False
+    while held := claims.held_by_others(missing := ids - store.done_ids()):
+        if not said:
+            console.print(f"waiting for {len(held)} episode(s) that worker(s) are running")
+            said = True
+        time.sleep(WAIT_POLL_S)
+    failed = {f.split(":", 1)[0] for f in outcome.stats.failures} if outcome.stats else set()
+    claims.release(missing)
+    if missing - failed:
+        outcome.stats = outcome.stats or RunStats(total=0)
+        outcome.stats.failures.append(
+            f"{len(missing - failed)} episode(s) claimed by a driver that stopped are not stored; rerun to run them"
+        )
+    if not missing and not lock.workers_alive():
+        claims.clear()
+
+
 def _run_episodes(
-    cfg: SweepConfig, todo: list[Any], store: ResultStore, address: str | None, console: Console
+    cfg: SweepConfig,
+    todo: list[Any],
+    store: ResultStore,
+    address: str | None,
+    console: Console,
+    claims: Claims,
 ) -> RunStats:
     used = sorted({m for t in todo for m in t.group.seats})
     math = any(t.sample.kind == "math" for t in todo)
@@ -100,11 +174,40 @@ def _run_episodes(
             bar.update(task_id, completed=s.done, acc=s.accuracy, tokens=s.tokens)
 
         record = Recorder(writer, cfg.identity(), pool.simulated)
-        stats = asyncio.run(run_tasks(todo, pool.agents, record, cfg.concurrency, on_progress=show))
+        gate = SpaceGate(store.out_dir, claims)
+        stats = asyncio.run(run_tasks(todo, pool.agents, record, cfg.concurrency, on_progress=show, claim=gate))
+    if gate.full is not None:
+        raise DiskFull(store.out_dir, f"{gate.full}; {stats.done} episode(s) stored before it stopped")
+    # Episodes that ran but could not be stored are failed ones (the writer says why).
+    stats.done -= len(writer.failed)
+    stats.failures += writer.failed
     if pool.cache is not None:
         stats.cache_hits = pool.cache.hits
         console.print(pool.cache_line())
     return stats
+
+
+class SpaceGate:
+    """The scheduler's `claim`: an episode starts once this driver claims it, and none starts
+    once the disk holding the results is (nearly) full."""
+
+    def __init__(self, out_dir: Path, claims: Claims) -> None:
+        self.out_dir, self.claims = out_dir, claims
+        self.full: str | None = None
+
+    def __call__(self, task: Any) -> bool:
+        free = free_bytes(self.out_dir)
+        if self.full is None and free is not None and free < MIN_FREE_BYTES:
+            self.full = f"{free // 1024} KB free, no new episode started"
+        if self.full is not None:
+            return False
+        try:
+            return self.claims.take(task.episode_id)
+        except OSError as e:
+            if not is_disk_full(e):
+                raise
+            self.full = f"claiming an episode failed ({e.strerror or e})"
+            return False
 
 
 def summarize(plan: Plan, store: ResultStore) -> list[dict[str, Any]]:

@@ -27,6 +27,7 @@ class RunStats:
     tokens: int = 0
     calls: int = 0
     cache_hits: int = 0
+    skipped: int = 0  # claimed by another driver when their turn came
     failures: list[str] = field(default_factory=list)
 
     @property
@@ -50,15 +51,20 @@ async def run_tasks(
     on_episode: OnEpisode,
     concurrency: int,
     on_progress: Callable[[RunStats], None] = lambda s: None,
+    claim: Callable[[EpisodeTask], bool] | None = None,
 ) -> RunStats:
     """Run `tasks` with at most `concurrency` episodes in flight, calling `on_episode` for each one
     that finishes. A failing episode is recorded and skipped (nothing is handed on, so a rerun
-    retries it); the others go on."""
+    retries it); the others go on. `claim`, asked as an episode is about to start, may say another
+    driver has it: the episode is then skipped (counted in `skipped`)."""
     stats = RunStats(total=len(tasks))
     sem = asyncio.Semaphore(concurrency)
 
     async def one(task: EpisodeTask) -> None:
         async with sem:
+            if claim is not None and not claim(task):
+                stats.skipped += 1
+                return
             try:
                 result, diagnostics = await run_one(task, agents)
             except Exception as e:  # an engine error must not take the other episodes down

@@ -102,10 +102,10 @@ def collect(results: list[EpisodeResult], reward: CppReward) -> Actions:
         "own_keep_rate": own / max(1, owners),
         "entropy": float(np.mean(-(p * np.log(p) + (1 - p) * np.log(1 - p)))) if probs else 0.0,
     }
-    t = torch.from_numpy
+    tn = torch.from_numpy
     return Actions(
-        t(np.concatenate(agents)).long(), t(np.concatenate(queries)).float(), t(np.concatenate(cands)).float(),
-        t(np.concatenate(kept).astype(np.float32)), t(np.concatenate(rets)).float(), t(np.concatenate(slots)).long(), metrics,
+        tn(np.concatenate(agents)).long(), tn(np.concatenate(queries)).float(), tn(np.concatenate(cands)).float(),
+        tn(np.concatenate(kept).astype(np.float32)), tn(np.concatenate(rets)).float(), tn(np.concatenate(slots)).long(), metrics,
     )  # fmt: skip
 
 
