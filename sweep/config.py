@@ -115,7 +115,7 @@ class MethodEntry(_Strict):
 class AgentEntry(_Strict):
     model: str
     count: Small = 1
-    adversarial: bool = False  # shown the gold answer and told to argue for a wrong one (each of `count`)
+    adversarial: bool = Field(False, strict=True)  # shown the gold answer and told to argue for a wrong one (each of `count`)
 
     @model_serializer(mode="wrap")
     def _honest_as_before(self, handler: Any) -> Any:
@@ -279,22 +279,8 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
         raise ConfigError(f"--set {key}: {'.'.join(parts[:-1])} is not a mapping")
 
 
-_ALL_FIELDS = sorted(
-    {
-        f
-        for m in (
-            SweepConfig,
-            ModelSpec,
-            DatasetSpec,
-            MethodEntry,
-            AgentEntry,
-            Tracking,
-            RayOptions,
-            Sampling,
-        )
-        for f in m.model_fields
-    }
-)
+_MODELS = (SweepConfig, ModelSpec, DatasetSpec, MethodEntry, AgentEntry, Tracking, RayOptions, Sampling)
+_ALL_FIELDS = sorted({f for m in _MODELS for f in m.model_fields})
 
 
 def one_line(e: ValidationError) -> str:

@@ -200,12 +200,8 @@ class StudySetup:
         base = self.base.model_dump(
             mode="json", exclude={"methods", "output_dir", "tracking", "ray", "concurrency", "cache", "name"}
         )
-        keep: dict[str, Any] = {
-            "base": base,
-            "method": self.cfg.method.model_dump(),
-            "space": self.space.to_dict(),
-            "objectives": self.cfg.objectives,
-        }
+        keep: dict[str, Any] = {"base": base, "method": self.cfg.method.model_dump(), "space": self.space.to_dict()}
+        keep["objectives"] = self.cfg.objectives
         if self.training is not None:  # absent otherwise: the fingerprints of existing studies stay
             keep["train"] = [self.training.fingerprint(), self.cfg.train and self.cfg.train.model_dump()]
         return stable_hash(keep)
@@ -251,10 +247,7 @@ def load_study(
         raise ConfigError(f"search_space: {type(e).__name__}: {str(e)[:200]}; check its params") from None
     base = _base_sweep(cfg, p.parent)
     _check_split(base, cfg.allow_test_split)
-    try:
-        training = load_training(cfg.train, p.parent, base, cfg.method.name, cfg.method.args, space) if cfg.train else None
-    except SpaceError as e:
-        raise ConfigError(str(e)) from None
+    training = load_training(cfg.train, p.parent, base, cfg.method.name, cfg.method.args, space) if cfg.train else None
     setup = StudySetup(cfg, base, space, p, training)
     check_places(base, {"tracking.uri": cfg.tracking.uri, "storage": cfg.storage and setup.storage_url()})
     return setup

@@ -62,7 +62,8 @@ def load_training(
 ) -> TrainSetup:
     """The training config a study's trials run, checked against the study: the same method, the
     study's models, and a space whose reward weights and router arguments (over the study's `fixed`
-    ones) both exist. A trial's params override the training config's router arguments."""
+    ones) both exist (ConfigError otherwise). A trial's params override the training config's router
+    arguments."""
     path = Path(spec.config) if Path(spec.config).is_absolute() else here / spec.config
     try:
         setup = load_train(path, spec.sets)
@@ -84,9 +85,12 @@ def load_training(
                 REWARDS[method](**{p.name: value}) if p.name in rk else PGConfig(**{p.name: value})
             except (ValueError, TypeError) as e:
                 what = "the reward" if p.name in rk else "pg"
-                raise SpaceError(f"{space.source}: params.{p.name}: {what} refuses {value!r} ({one(e)}); narrow the range") from None
+                raise ConfigError(f"{space.source}: params.{p.name}: {what} refuses {value!r} ({one(e)}); narrow the range") from None
     rest = dataclasses.replace(space, params=tuple(p for p in space.params if p.name not in rk and p.name not in pk))
-    check_method(rest, method, fixed)
+    try:
+        check_method(rest, method, fixed)
+    except SpaceError as e:
+        raise ConfigError(str(e)) from None
     return setup
 
 
