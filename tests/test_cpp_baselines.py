@@ -18,7 +18,7 @@ from debate import prompts
 from debate.baselines import matched_m, sample_costs, strongest
 from debate.episode import Agent, run_episode
 from debate.methods import build_method
-from sweep.config import validate
+from sweep.config import ConfigError, validate
 from sweep.plan import build_plan
 
 KEYS = [("a", False), ("b", False), ("c", False), ("b", False)]
@@ -128,3 +128,12 @@ def test_honest_seats_leave_sweep_ids_as_they_were() -> None:
     assert cfg.identity() == "271f1df2dd3a1859"  # the id this config had before seats could be adversarial
     raw["agents"][0] = {"model": "a", "adversarial": True}
     assert validate(raw).model_dump()["agents"][0]["adversarial"] is True
+
+
+def test_a_config_gives_verbosity_and_its_range_is_checked_before_anything_runs() -> None:
+    raw: dict[str, Any] = {"models": {"a": {"engine": "simulated", "args": {"verbosity": 6}}}, "agents": ["a"],
+                           "datasets": [{"name": "arith"}], "methods": ["cot"]}  # fmt: skip
+    assert validate(raw).models["a"].args == {"verbosity": 6}
+    raw["models"]["a"]["args"]["verbosity"] = -1
+    with pytest.raises(ConfigError, match=r"args\.verbosity: must be in \[0, 100\]"):
+        validate(raw)
