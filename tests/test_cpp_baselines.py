@@ -137,3 +137,23 @@ def test_a_config_gives_verbosity_and_its_range_is_checked_before_anything_runs(
     raw["models"]["a"]["args"]["verbosity"] = -1
     with pytest.raises(ConfigError, match=r"args\.verbosity: must be in \[0, 100\]"):
         validate(raw)
+
+
+@pytest.mark.ray
+def test_sweep_run_settles_a_cost_matched_consistency_in_one_owned_output_dir(tmp_path: Any, ray_driver: Any) -> None:
+    """`sweep run` runs the matched method first, then the settled consistency entry, in the same
+    output dir under the one lock it took (a second lock would refuse the dir to itself)."""
+    import polars as pl
+    import yaml
+
+    from sweep.cli import main
+
+    sweep = {"models": {"a": {"engine": "simulated", "price_in": 1.0, "price_out": 4.0}}, "agents": ["a", "a", "a"],
+             "datasets": [{"name": "arith", "limit": 3}], "rounds": 2, "output_dir": str(tmp_path / "out"),
+             "methods": ["fixed", {"name": "consistency", "args": {"match": "fixed"}}]}  # fmt: skip
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(sweep))
+    assert main(["run", str(tmp_path / "s.yaml"), "--no-tracking", "--address", ray_driver.address]) == 0
+    ep = pl.read_parquet(tmp_path / "out" / "episodes" / "*.parquet")
+    assert sorted(ep["method"].unique().to_list()) == ["consistency", "fixed"] and ep.height == 6
+    spec = ep.filter(pl.col("method") == "consistency")["method_spec"][0]
+    assert '"match"' not in spec and '"m":' in spec  # settled: a plain consistency with its m
