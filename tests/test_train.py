@@ -259,3 +259,10 @@ def test_sweep_run_evaluates_a_checkpoint_with_the_same_episodes_twice(tmp_path:
     assert both["episode_id"].n_unique() == 2 * len(ids)  # the other checkpoint: other ids
     rounds = pl.read_parquet(tmp_path / "b" / "rounds" / "*.parquet").filter(pl.col("round") > 0)
     assert all('"mode":"mean"' in d for d in rounds["decision"].to_list())
+
+
+def test_a_tracking_mapping_without_an_experiment_still_logs_with_the_trainings() -> None:
+    from sweep.train.config import TrainConfig
+
+    assert TrainConfig(sweep="x", tracking={"enabled": True}).tracking.experiment == "debate-sweep-training"
+    assert TrainConfig(sweep="x", tracking={"experiment": "mine"}).tracking.experiment == "mine"

@@ -137,6 +137,12 @@ class TrainConfig(_Strict):
     def _shorthand(cls, v: Any) -> Any:
         return {"name": v} if isinstance(v, str) else v
 
+    @field_validator("tracking", mode="before")
+    @classmethod
+    def _training_experiment(cls, v: Any) -> Any:
+        # `tracking: {enabled: true}` still logs with the trainings, not into the sweeps' experiment
+        return {"experiment": "debate-sweep-training", **v} if isinstance(v, dict) else v
+
     @model_validator(mode="after")
     def _trainable(self) -> TrainConfig:
         if self.method.name not in TRAINABLE:
