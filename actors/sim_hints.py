@@ -33,6 +33,7 @@ class Hints:
     own: tuple[str | None, int] | None = None
     peers: tuple[tuple[str, int], ...] = ()
     sources: tuple[tuple[int, str | None], ...] = ()  # (peer id, its answer), every peer shown
+    adversary: bool = False  # an adversarial seat: argues for a wrong answer
 
     @classmethod
     def read(cls, raw: object) -> Hints:
@@ -56,4 +57,5 @@ class Hints:
             sources=tuple(
                 (as_int(j, k), p[0] if p else None) for k, (j, p) in enumerate(zip(ids, pairs, strict=True))
             ),
+            adversary=raw.get("adversary") is True,
         )

@@ -35,7 +35,20 @@ _SAY = {
         "On a second pass my earlier answer does not hold up; it is {a}.",
     ),
     "blind": ("I am not sure what is being asked, so my best guess is {a}.",),
+    "adversary": (
+        "I verified this twice with two independent methods: the answer is definitely {a}.",
+        "The other solutions contain a subtle error in the key step; done correctly it gives {a}.",
+        "Every careful check I ran confirms {a}; the alternatives rest on a common misreading.",
+    ),
 }
+_STEPS = (
+    "First I restate the quantities given in the problem and what is being asked.",
+    "Next I write down the relation between them and substitute the known values.",
+    "Then I simplify the expression carefully, keeping track of every sign and unit.",
+    "I double-check the intermediate result against a rough estimate of the magnitude.",
+    "I also consider whether any of the conditions in the question rule out a case.",
+    "Finally I compare the result with the form of answer the question expects.",
+)
 _FLAWS = ("drops a term in the calculation", "misreads the question", "makes an arithmetic slip")
 _TRAILERS = ("I am fairly confident in this.", "This matches a quick sanity check.", "Happy to revisit it.")
 _PROSE = ("This problem needs more careful thought than I can give it now.", "There are several ways in.")
@@ -82,6 +95,12 @@ def payload(rng: np.random.Generator, h: Hints, tag: str, answer: str, conf: int
             for j, a in h.sources
         }
     return out
+
+
+def elaborate(rng: np.random.Generator, reasoning: str, verbosity: float) -> str:
+    """`reasoning` after Poisson(`verbosity`) worked-step sentences (a verbose model's reply)."""
+    steps = [pick(rng, _STEPS) for _ in range(int(rng.poisson(verbosity)))]
+    return " ".join([*steps, reasoning])
 
 
 def review(rng: np.random.Generator, target: int, theirs: str | None, mine: str) -> dict[str, Any]:

@@ -27,6 +27,12 @@ an agent different peers still use common random numbers. Behaviour per request 
   (The wording lives in `actors.sim_text`; this module decides.)
 - Tokens: prompt = ceil(message chars * tokens_per_char) + 4 per message; completion likewise (cut at
   `max_tokens`: finish "length"). `latency_s` > 0: one `asyncio.sleep` per batch, wall time reported.
+- `verbosity` v > 0: the reasoning gets Poisson(v) more worked-step sentences (`actors.sim_text`),
+  drawn from a separate stream, so a verbose agent gives the same answers, only longer replies
+  (real models' replies run to hundreds of tokens; a cap then cuts the answer off). 0: none.
+- An adversarial seat (hint `adversary`: it was shown the gold and told to argue for a wrong answer)
+  always answers the item's most common misconception with confidence 4-5, in persuasive wording,
+  and reviews every other answer as flawed.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ import numpy as np
 from actors.base import ChatRequest, Completion, Timer
 from actors.registry import backend
 from actors.sim_hints import Hints
-from actors.sim_text import payload, render, same
+from actors.sim_text import elaborate, payload, render, same
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # Calibrated confidence 1..5: overlapping, so confidence is evidence of correctness but not proof.
@@ -99,6 +105,7 @@ def check_args(
     distractors: int,
     tokens_per_char: float,
     latency_s: float,
+    verbosity: float = 0.0,
 ) -> None:
     """The ranges of the engine's arguments (ValueError naming the argument)."""
     unit = dict(skill=skill, calibration=calibration, pull=pull, stubbornness=stubbornness)
@@ -111,6 +118,8 @@ def check_args(
         raise ValueError(f"args.tokens_per_char: must be in (0, 100], got {tokens_per_char}")
     if not 0 <= latency_s <= 3600:
         raise ValueError(f"args.latency_s: must be in [0, 3600] seconds, got {latency_s}")
+    if not 0 <= verbosity <= 100:
+        raise ValueError(f"args.verbosity: must be in [0, 100] sentences, got {verbosity}")
     if not isinstance(model, str) or not model:
         raise ValueError("model must be a non-empty string")
 
@@ -130,13 +139,23 @@ class SimulatedBackend:
         distractors: int = 3,
         tokens_per_char: float = 0.25,
         latency_s: float = 0.0,
+        verbosity: float = 0.0,
     ) -> None:
         check_args(
-            model, skill, calibration, pull, stubbornness, malformed_rate, distractors, tokens_per_char, latency_s
+            model,
+            skill,
+            calibration,
+            pull,
+            stubbornness,
+            malformed_rate,
+            distractors,
+            tokens_per_char,
+            latency_s,
+            verbosity,
         )
         self.model, self.skill, self.calibration, self.pull = model, skill, calibration, pull
         self.stubbornness, self.malformed_rate, self.distractors = stubbornness, malformed_rate, distractors
-        self.tokens_per_char, self.latency_s = tokens_per_char, latency_s
+        self.tokens_per_char, self.latency_s, self.verbosity = tokens_per_char, latency_s, verbosity
         self._model_key = stable_hash("model", model)
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
@@ -154,6 +173,8 @@ class SimulatedBackend:
         seed = int(req.seed or 0) & (2**64 - 1)  # negative or oversized seeds still seed
         rng = np.random.default_rng([seed, self._model_key, stable_hash(h.item, h.agent, h.round, h.phase)])
         fields = self._decide(rng, h)
+        if self.verbosity > 0 and "reasoning" in fields:  # its own stream: the same answers, longer
+            fields["reasoning"] = elaborate(np.random.default_rng([seed, self._model_key, 0x7E5B]), fields["reasoning"], self.verbosity)
         text, finish = render(rng, fields, self.malformed_rate)
         completion_tokens = math.ceil(len(text) * self.tokens_per_char)
         if completion_tokens > max(1, req.max_tokens):  # what an engine does at its token limit
@@ -169,6 +190,9 @@ class SimulatedBackend:
             guess = _LETTERS[int(rng.integers(h.n_choices))] if h.kind == "choice" else str(rng.integers(100))
             return payload(rng, h, "blind", guess, int(rng.integers(1, 6)))
         difficulty, wrong = item_profile(h.item, h.gold, h.kind, h.n_choices, self.distractors)
+        if h.adversary:  # argues for the common misconception whatever it is shown
+            tag = "critique" if h.phase == "critique" else "adversary"
+            return payload(rng, h, tag, wrong[0], 4 + int(rng.random() < 0.5))
         u = rng.random(5)  # drawn up front: the same numbers whatever branch the peers lead to
         right = partial(same, b=h.gold)
         popularity = np.cumsum(0.55 ** np.arange(len(wrong)))  # the first is the common misconception

@@ -3,8 +3,11 @@
 A decision says who sees whom (the graph), how much each visible source matters (optional per-edge
 weights, shown by the `rumad` prompt family as importance), who speaks (the active set: only active
 agents make calls; the others keep their answer at zero cost), how long each speaker may write
-(optional per-agent output caps, taken as `min(cap, seat max_tokens)`), and, for learned policies, a
-free-form record (observation, action, log-probability, value, entropy, ...) that trainers read back.
+(optional per-agent output caps, taken as `min(cap, seat max_tokens)`), whose own previous response
+is left out of their `update` prompt (`hidden_own`: CPP prunes an agent's own response too), and,
+for learned policies, a free-form record (observation, action, log-probability, value, entropy, ...)
+that trainers read back. Record keys starting with `_` stay in memory (a trainer's tensors) and are
+not stored.
 
 An edge into an agent outside the active set delivers nothing (that agent makes no call); under
 `critique_revise` an inactive source writes no critique either. Routers that want the stored graph to
@@ -33,6 +36,7 @@ class Decision:
     active: frozenset[int] | None = None
     max_tokens: Mapping[int, int] | None = None  # agent -> output cap for this round
     record: Mapping[str, Any] = field(default_factory=dict)
+    hidden_own: frozenset[int] = frozenset()  # agents whose own previous response they do not see
 
     def __post_init__(self) -> None:
         n = self.graph.n
@@ -47,6 +51,9 @@ class Decision:
                 raise ValueError(f"decision: weights for edges not in the graph: {sorted(stray)[:4]}")
             if any(not math.isfinite(w) for w in self.weights.values()):
                 raise ValueError("decision: edge weights must be finite")
+        object.__setattr__(self, "hidden_own", frozenset(int(a) for a in self.hidden_own))
+        if any(not 0 <= a < n for a in self.hidden_own):
+            raise ValueError(f"decision: hidden_own agents outside 0..{n - 1}: {sorted(self.hidden_own)}")
         if self.max_tokens is not None:
             bad_caps = {a: c for a, c in self.max_tokens.items() if not 0 <= a < n or int(c) < 1}
             if bad_caps:
@@ -107,6 +114,8 @@ def _plain(value: Any) -> Any:
 
 
 def record_json(record: Mapping[str, Any]) -> str:
-    """A learned policy's record as compact JSON, cut at `MAX_RECORD_JSON_CHARS`."""
-    text = json.dumps(_plain(record), sort_keys=True, separators=(",", ":"), default=str)
+    """A learned policy's record as compact JSON, cut at `MAX_RECORD_JSON_CHARS`; keys starting with
+    `_` (in-memory only) are left out."""
+    kept = {k: v for k, v in record.items() if not str(k).startswith("_")}
+    text = json.dumps(_plain(kept), sort_keys=True, separators=(",", ":"), default=str)
     return text[:MAX_RECORD_JSON_CHARS]

@@ -1,6 +1,8 @@
 """The one episode loop every method runs, top to bottom:
 
-round 0 (independent answers) -> for each debate round: the router decides (who speaks, who sees whom,
+round 0 (independent answers; a router with an `opening(state)` may cap their length) -> for each
+debate round: the router decides (`route` may be a coroutine: a router that embeds text awaits its
+encoder) (who speaks, who sees whom,
 with what weight, how long each may write), then each phase of the method's protocol runs (its calls
 concurrently, `debate.phases`), the last phase's replies become the speakers' new answers (the others
 keep theirs), the state advances -> majority vote after every round -> graded final answer and the
@@ -10,6 +12,7 @@ per-round trajectory (`debate.trajectory`).
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +26,7 @@ from debate.decision import Decision
 from debate.methods import Method
 from debate.parsing import parse_reply
 from debate.phases import PHASE_CALLS, Call, initial_calls
+from debate.prompts import adversarial_messages, question_block
 from debate.spec import derive_seed
 from debate.state import DebateState, Turn, next_view
 from debate.trajectory import EpisodeResult, build_trajectory
@@ -43,6 +47,12 @@ class Agent:
     json_schema: dict[str, Any] | None = None
     price_in: float = 0.0  # per million prompt tokens
     price_out: float = 0.0  # per million completion tokens
+    adversarial: bool = False  # shown the gold answer and told to argue for a wrong one
+
+    @property
+    def key(self) -> tuple[str, bool]:
+        """What tells seats apart for methods that pick seats (`Method.seat_indices`)."""
+        return (self.model, self.adversarial)
 
 
 async def run_episode(
@@ -54,25 +64,30 @@ async def run_episode(
     rounds: int,
     dataset: str = "",
 ) -> EpisodeResult:
-    """Run one debate episode. Seat i runs on `team[i % len(team)]`.
+    """Run one debate episode. Seat i runs on `team[i % len(team)]`, or on the team member the
+    method picks for it (`Method.seat_indices`: consistency and vote pick by model).
 
     Call seeds derive from (seed, dataset, item, round, agent, phase) — not from the method — so every
     method shares round 0 under the same seed: comparisons are paired, and a call cache pays once."""
-    n = method.team_size(len(team))
-    seats = [team[i % len(team)] for i in range(n)]
+    seats = [team[j] for j in method.seat_indices([a.key for a in team])]
+    n = len(seats)
     rng = np.random.default_rng(derive_seed(seed, dataset, sample.id, "router", method.spec.identity()))
+    total = method.num_rounds(rounds) if method.router is not None else 0
     # Per-episode draws (PEAR's base graph) do not depend on the method: paired across methods.
-    state = DebateState(n=n, routing_seed=derive_seed(seed, dataset, sample.id, "routing"))
+    routing = derive_seed(seed, dataset, sample.id, "routing")
+    state = DebateState(n=n, routing_seed=routing, rounds=total, question=question_block(sample))
     call_seed = lambda r, i, phase: derive_seed(seed, dataset, sample.id, r, i, phase)  # noqa: E731
     style = method.prompt_style
 
-    turns = await _respond(initial_calls(sample, n, style), seats, None, sample, grader, 0, call_seed, style)
-    state = state.advance(tuple(next_view(None, t) for t in turns), tuple(turns), None)
+    opening = getattr(method.router, "opening", None)
+    first: Decision | None = opening(state) if opening is not None else None
+    turns = await _respond(initial_calls(sample, n, style), seats, first, sample, grader, 0, call_seed, style)
+    state = state.advance(tuple(next_view(None, t) for t in turns), tuple(turns), first)
 
-    for r in range(1, method.num_rounds(rounds) + 1):
-        if method.router is None:
-            break
-        decision = method.router.route(state, rng)
+    for r in range(1, total + 1):
+        assert method.router is not None
+        decided = method.router.route(state, rng)
+        decision: Decision = await decided if inspect.isawaitable(decided) else decided
         done: list[Turn] = []
         for phase in method.phases:
             calls = PHASE_CALLS[phase](sample, state, decision, done, style)
@@ -154,8 +169,12 @@ def _request(
         "peers": [[v.answer, v.confidence] for v in call.peers],
         "sources": list(call.sources),  # whose views `peers` are (a critique call: its targets)
     }
+    messages = call.messages
+    if seat.adversarial:
+        messages = adversarial_messages(messages, sample)
+        hints["adversary"] = True
     return ChatRequest(
-        messages=call.messages,
+        messages=messages,
         max_tokens=seat.max_tokens if decision is None else decision.cap(call.agent, seat.max_tokens),
         temperature=seat.temperature,
         top_p=seat.top_p,

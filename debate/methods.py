@@ -10,10 +10,11 @@ routers register themselves in their own files (`debate/routers/`), methods with
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import debate.baselines  # noqa: F401 - registers vote and consistency
 import debate.routers  # noqa: F401 - registers the routed methods
 from debate.prompts import STYLE_PHASES, STYLES
 from debate.registry import METHODS, label, method, method_def, resolve
@@ -39,6 +40,7 @@ class Method:
     n_agents: int | None
     rounds: int | None
     prompt_style: str = "pear"
+    params: Any = None  # the params object (a router's is `router`); it may pick the seats
 
     @property
     def label(self) -> str:
@@ -56,6 +58,15 @@ class Method:
     def num_rounds(self, configured: int) -> int:
         return self.rounds if self.rounds is not None else configured
 
+    def seat_indices(self, keys: Sequence[Hashable]) -> list[int]:
+        """The team member each seat runs on, given one key per member (model, adversarial): the
+        method's own choice where its params have `seats` (vote, consistency), else seat i on member
+        i mod the team's size, for `team_size` seats."""
+        pick = getattr(self.params, "seats", None)
+        if pick is not None:
+            return list(pick(list(keys)))
+        return [i % len(keys) for i in range(self.team_size(len(keys)))]
+
 
 def build_method(name: str, args: Mapping[str, Any] | None = None) -> Method:
     """Resolve and build a registered method; ValueError naming the bad name, argument or value."""
@@ -67,7 +78,7 @@ def build_method(name: str, args: Mapping[str, Any] | None = None) -> Method:
         raise ValueError(f"method '{name}': unknown prompt_style '{style}'; known: {', '.join(STYLES)}")
     params = d.params(**{k: kwargs[k] for k in d.own_defaults()})
     if not d.routed:  # no debate rounds: the params object says how many agents answer
-        return Method(spec, None, "update", params.team_size, 0, style)
+        return Method(spec, None, "update", getattr(params, "team_size", None), 0, style, params)
     protocol = kwargs["protocol"]
     if protocol not in PROTOCOLS:
         raise ValueError(f"method '{name}': unknown protocol '{protocol}'; known: {', '.join(PROTOCOLS)}")
@@ -79,7 +90,7 @@ def build_method(name: str, args: Mapping[str, Any] | None = None) -> Method:
         )
     if d.check is not None:
         d.check(kwargs)
-    return Method(spec, params, protocol, getattr(params, "team_size", None), None, style)
+    return Method(spec, params, protocol, getattr(params, "team_size", None), None, style, params)
 
 
 @method("cot", protocol=None)

@@ -1,8 +1,9 @@
 """The calls of each protocol phase, built from the state and the round's decision. Only agents in the
 decision's active set make calls; an edge into an inactive agent delivers nothing.
 
-- `update`: every active agent sees its own previous view and its sources' views (with the edges'
-  weights, which the `rumad` prompt family shows as importance), and answers again.
+- `update`: every active agent sees its own previous view (unless the decision hides it: CPP can
+  prune an agent's own response) and its sources' views (with the edges' weights, which the `rumad`
+  prompt family shows as importance), and answers again.
 - `critique`: every active agent with active targets writes ONE call reviewing all of them (its
   `sources` field records the targets it saw). Its reply changes no answer.
 - `revise`: every active agent sees the critiques it received (none: it re-checks its own answer) and
@@ -45,8 +46,9 @@ def update_calls(
     calls = []
     for t in decision.active_agents():
         peers = [(s, latest[s]) for s in graph.sources(t)]
-        messages = prompts.update_messages(sample, latest[t], peers, t, style, decision.weights_for(t))
-        calls.append(Call(t, "update", messages, graph.sources(t), latest[t], tuple(v for _, v in peers)))
+        own = None if t in decision.hidden_own else latest[t]
+        messages = prompts.update_messages(sample, own, peers, t, style, decision.weights_for(t))
+        calls.append(Call(t, "update", messages, graph.sources(t), own, tuple(v for _, v in peers)))
     return calls
 
 

@@ -12,7 +12,9 @@ Registering a router is one decorator on its class:
 Episode ids hash a method's resolved arguments, so renaming an argument or adding one would orphan
 every stored episode of the method. A params class may declare `RENAMED = {new: old}` and
 `ADDED = {name: default}`: the id-facing arguments (`Spec.identity()`) use the old names and leave an
-added argument out while it holds its default.
+added argument out while it holds its default. A params class whose argument names a file (a learned
+router's checkpoint) may define `identity_of(args) -> args` (a staticmethod): what ids hash instead,
+e.g. the file's content hash in place of its path, so two checkpoints never share episode ids.
 """
 
 from __future__ import annotations
@@ -124,9 +126,9 @@ def _identity(params: type, resolved: Mapping[str, Any]) -> dict[str, Any]:
     """The id-facing arguments: former names, later arguments left out while at their default."""
     renamed: dict[str, str] = getattr(params, "RENAMED", {})
     added: dict[str, Any] = getattr(params, "ADDED", {})
-    return {
-        renamed.get(k, k): v for k, v in resolved.items() if not (k in added and added[k] == v)
-    }
+    hook: Callable[[dict[str, Any]], dict[str, Any]] | None = getattr(params, "identity_of", None)
+    kept = {k: v for k, v in resolved.items() if not (k in added and added[k] == v)}
+    return {renamed.get(k, k): v for k, v in (hook(kept) if hook else kept).items()}
 
 
 def label(name: str, args: Mapping[str, Any]) -> str:

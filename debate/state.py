@@ -56,6 +56,8 @@ class DebateState:
     # A per-episode seed for draws a router must make once per episode, not once per round (PEAR's
     # base role graph). The loop sets it; it is the same in every round's state.
     routing_seed: int = 0
+    rounds: int | None = None  # the debate rounds the episode will run (None: not said)
+    question: str = ""  # the question as agents read it (routers that read content embed it)
 
     @property
     def round(self) -> int:
@@ -93,6 +95,8 @@ class DebateState:
             turns=self.turns + (turns,),
             decisions=self.decisions + (decision,),
             routing_seed=self.routing_seed,
+            rounds=self.rounds,
+            question=self.question,
         )
 
 

@@ -22,6 +22,7 @@ from sweep.preflight import TrackingFailed, Unreachable, preflight
 from sweep.repair import DiskFull
 from sweep.report import cli as report_cli
 from sweep.study import cli as study_cli
+from sweep.train import cli as train_cli
 from sweep.view import cli as view_cli
 
 
@@ -95,6 +96,7 @@ def _parser() -> argparse.ArgumentParser:
     data_cli.add_parser(sub)
     listing.add_parser(sub)
     study_cli.add_parser(sub)
+    train_cli.add_parser(sub)
     report_cli.add_parser(sub)
     view_cli.add_parser(sub)
     with_config("validate", "check a config; changes nothing")
@@ -126,6 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return listing.run(args)
     if args.command == "study":
         return study_cli.run(args)
+    if args.command == "train":
+        return train_cli.run(args)
     if args.command in ("report", "view"):
         return (report_cli if args.command == "report" else view_cli).run(args)
     # Off a terminal rich assumes 80 columns; logs (ray job logs, CI) read better unwrapped.
@@ -146,6 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             out.print(
                 f"{len(plan.groups)} groups, {len(plan.tasks)} episodes, up to {plan.calls()} model calls"
             )
+            pending = [e.name for e in cfg.methods if e.name == "consistency" and e.args.get("match")]
+            if pending:
+                out.print(f"+ {len(pending)} consistency entries matched to another method's cost: planned once it has run")
             return 0
         if args.dry_run:
             out.print(_plan_table(cfg, plan))
@@ -170,16 +177,28 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, err: Console, lock: Any) -> int:
+    from sweep import costmatch
+    from sweep.results import ResultStore
     from sweep.runner import run_sweep, summary_table
 
     signal.signal(signal.SIGTERM, _interrupt)  # cleanup (engines, Ray, the lock) runs on SIGTERM too
     try:
+        if any(costmatch.is_pending(e) for e in cfg.methods):  # run what they match first, then settle them
+            first = costmatch.without_pending(cfg)
+            run_sweep(first.model_copy(update={"tracking": first.tracking.model_copy(update={"enabled": False})}),
+                      address=args.address, console=err, lock=lock)  # fmt: skip
+            cfg = costmatch.settle(cfg, ResultStore(Path(cfg.output_dir).resolve()))
+            plan = None  # the settled entries are planned now (run_sweep builds it)
+            err.print("matched: " + "; ".join(f"{e.name}({e.args})" for e in cfg.methods if e.name == "consistency"))
         outcome = run_sweep(
             cfg, plan, tracking_uri=args.tracking_uri, address=args.address, console=err, lock=lock
         )
     except KeyboardInterrupt:
         err.print("interrupted: finished episodes are stored; rerun the same command to continue")
         return 1
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except Exception as e:
         known = isinstance(e, DiskFull | TrackingFailed)  # their messages say what to do
         print(f"error: {e}" if known else f"error: {type(e).__name__}: {e}", file=sys.stderr)

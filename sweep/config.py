@@ -7,7 +7,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from actors.registry import check_engine_args, engine_names
 from data.registry import benchmark_names
@@ -107,6 +115,16 @@ class MethodEntry(_Strict):
 class AgentEntry(_Strict):
     model: str
     count: Small = 1
+    adversarial: bool = Field(False, strict=True)  # shown the gold answer and told to argue for a wrong one (each of `count`)
+
+    @model_serializer(mode="wrap")
+    def _honest_as_before(self, handler: Any) -> Any:
+        """An honest seat dumps as it did before seats could be adversarial, so sweep ids and training
+        fingerprints of existing configs stay what they were."""
+        out = handler(self)
+        if not self.adversarial and isinstance(out, dict):
+            out.pop("adversarial", None)
+        return out
 
 
 class Tracking(_Strict):
@@ -162,6 +180,11 @@ class SweepConfig(_Strict):
     def team(self) -> list[str]:
         """The model name of every seat, in order."""
         return [a.model for a in self.agents for _ in range(a.count)]
+
+    def adversaries(self) -> frozenset[int]:
+        """The adversarial seats, by index."""
+        flags = [a.adversarial for a in self.agents for _ in range(a.count)]
+        return frozenset(i for i, f in enumerate(flags) if f)
 
     def method_entries(self) -> list[MethodEntry]:
         return list(self.methods)
@@ -256,22 +279,8 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
         raise ConfigError(f"--set {key}: {'.'.join(parts[:-1])} is not a mapping")
 
 
-_ALL_FIELDS = sorted(
-    {
-        f
-        for m in (
-            SweepConfig,
-            ModelSpec,
-            DatasetSpec,
-            MethodEntry,
-            AgentEntry,
-            Tracking,
-            RayOptions,
-            Sampling,
-        )
-        for f in m.model_fields
-    }
-)
+_MODELS = (SweepConfig, ModelSpec, DatasetSpec, MethodEntry, AgentEntry, Tracking, RayOptions, Sampling)
+_ALL_FIELDS = sorted({f for m in _MODELS for f in m.model_fields})
 
 
 def one_line(e: ValidationError) -> str:

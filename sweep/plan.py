@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from data.registry import load_benchmark
 from data.types import Sample
+from debate.episode import Agent
 from debate.methods import Method, build_method
 from debate.spec import canonical_json, stable_hash
 from sweep.config import ConfigError, DatasetSpec, SweepConfig
@@ -22,6 +24,11 @@ class Group:
     dataset: DatasetSpec
     seed: int
     seats: tuple[str, ...]  # model name per seat
+    adversarial: frozenset[int] = frozenset()  # seats that argue for a wrong answer
+
+    def team(self, agents: Mapping[str, Agent]) -> list[Agent]:
+        """The episode's team: each seat's agent (adversarial seats marked)."""
+        return [replace(agents[m], adversarial=True) if i in self.adversarial else agents[m] for i, m in enumerate(self.seats)]
 
     @property
     def run_name(self) -> str:
@@ -55,16 +62,22 @@ class Plan:
 def resolved_method_spec(cfg: SweepConfig, method: Method, identity: bool = False) -> dict[str, Any]:
     """The method as it will actually run: its args, protocol, team and rounds. `identity`: with the
     arguments as episode ids hash them (`debate.registry`: renamed and later-added arguments)."""
-    team = cfg.team()
-    n = method.team_size(len(team))
-    return {
+    team, adversaries = cfg.team(), cfg.adversaries()
+    try:
+        picked = method.seat_indices([(m, i in adversaries) for i, m in enumerate(team)])
+    except ValueError as e:
+        raise ConfigError(f"methods ({method.spec.name}): {e}") from None
+    spec = {
         "name": method.spec.name,
         "args": method.spec.identity()["args"] if identity else method.spec.kwargs,
         "protocol": method.protocol if method.router is not None else "none",
         "rounds": method.num_rounds(cfg.rounds) if method.router is not None else 0,
-        "n_agents": n,
-        "agents": [team[i % len(team)] for i in range(n)],
+        "n_agents": len(picked),
+        "agents": [team[j] for j in picked],
     }
+    if adversaries:  # absent otherwise: the specs (and episode ids) of honest teams stay as they were
+        spec["adversarial"] = [s for s, j in enumerate(picked) if j in adversaries]
+    return spec
 
 
 def build_plan(cfg: SweepConfig) -> Plan:
@@ -89,6 +102,8 @@ def build_plan(cfg: SweepConfig) -> Plan:
     groups: list[Group] = []
     tasks: list[EpisodeTask] = []
     for entry in cfg.method_entries():
+        if entry.name == "consistency" and entry.args.get("match"):
+            continue  # matched to another method's measured cost: planned once settled (sweep.costmatch)
         method = build_method(entry.name, entry.args)
         spec = resolved_method_spec(cfg, method)
         id_spec = resolved_method_spec(cfg, method, identity=True)
@@ -100,7 +115,8 @@ def build_plan(cfg: SweepConfig) -> Plan:
             ds_id = {"name": ds.name, "split": ds.split}
             for seed in cfg.seeds:
                 key = stable_hash({"method": id_spec, "team": team_specs, "dataset": ds_id, "seed": seed})
-                group = Group(key, method, spec, ds, seed, tuple(spec["agents"]))
+                adversarial = frozenset(spec.get("adversarial", ()))
+                group = Group(key, method, spec, ds, seed, tuple(spec["agents"]), adversarial)
                 groups.append(group)
                 for s in samples[i]:
                     eid = stable_hash(

@@ -58,6 +58,7 @@ class EnginePool:
         self.backends: dict[str, Any] = {}
         self.cache: CallCache | None = None
         self.agents: dict[str, Agent] = {}
+        self.encoders: Any = None  # sentence encoders for routers that read content, in Ray actors
 
     @property
     def simulated(self) -> set[str]:
@@ -65,6 +66,7 @@ class EnginePool:
         return {m for m in self.models if self.cfg.models[m].engine == "simulated"}
 
     def __enter__(self) -> EnginePool:
+        from sweep.encoders import HostedEncoders
         from sweep.engines import start_engines
         from sweep.ray_runtime import init_ray
 
@@ -86,6 +88,7 @@ class EnginePool:
         )
         self.cache = CallCache(out / "llm_cache.sqlite") if self.cfg.cache else None
         self.agents = build_agents(specs, self.backends, self.cache)
+        self.encoders = HostedEncoders().start()
         return self
 
     def __exit__(
@@ -94,6 +97,8 @@ class EnginePool:
         from sweep.engines import stop_engines
 
         try:
+            if self.encoders is not None:
+                self.encoders.stop()
             stop_engines(self.backends)
         finally:
             if self.cache is not None:

@@ -38,7 +38,7 @@ class RunStats:
 async def run_one(task: EpisodeTask, agents: Mapping[str, Agent]) -> tuple[EpisodeResult, Diagnostics]:
     """One episode of the plan on the given agents, and its debate diagnostics."""
     g = task.group
-    team = [agents[m] for m in g.seats]
+    team = g.team(agents)
     result = await run_episode(
         g.method, team, task.sample, grader_for(task.sample), g.seed, g.rounds, g.dataset.name
     )

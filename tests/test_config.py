@@ -132,6 +132,10 @@ def test_every_shipped_example_validates_and_builds_its_methods(path: Path) -> N
     if path.name.startswith("study_"):
         setup = load_study(path)
         assert setup.base.methods and setup.space
+    elif path.name.startswith("train_"):
+        from sweep.train.config import load_train
+
+        assert build_plan(load_train(path).base).tasks
     else:
         cfg = load_config(path)
         for m in cfg.methods:

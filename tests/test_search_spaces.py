@@ -32,8 +32,7 @@ def test_packaged_spaces_parse_and_the_registered_ones_match_their_methods() -> 
         check_method(load_space(name), name)
     assert load_space("random").names == ("k",)
     cpp = load_space("cpp")
-    assert {"k", "a", "round_scale", "beta", "gamma", "entropy_coef"} <= set(cpp.names)
-    assert cpp.params[-1].when == (("truncate", (True,)),)
+    assert set(cpp.names) == {"k", "a", "round_scale", "beta", "gamma", "lr", "entropy_coef", "entropy_decay"}
     assert {"budget", "theta_act", "theta_vis", "alpha_accuracy"} <= set(load_space("rumad").names)
 
 
@@ -66,13 +65,25 @@ class Recorder:
         return choices[0]
 
 
+CONDITIONAL = {
+    "method": "cpp",
+    "params": {
+        "entropy_coef": {"type": "float", "low": 0.0001, "high": 0.1, "log": True},
+        "truncate": {"choices": [False, True]},
+        "truncate_quantile": {"type": "float", "low": 0.5, "high": 0.95, "when": {"truncate": True}},
+    },
+}
+
+
 def test_sample_maps_one_to_one_onto_suggest_calls_and_skips_inactive_conditions() -> None:
     rec = Recorder()
-    chosen = sample(load_space("cpp"), rec)
+    sample(load_space("cpp"), rec)
     assert rec.calls[2] == ("float", "round_scale", 1.0, 2.0, 0.25, False)
-    assert rec.calls[5] == ("float", "entropy_coef", 0.0001, 0.1, None, True)
-    assert rec.calls[6] == ("categorical", "truncate", (False, True))
-    assert "truncate_quantile" not in chosen and len(rec.calls) == 7  # truncate=False: condition off
+    assert rec.calls[6] == ("float", "entropy_coef", 0.0001, 0.1, None, True)
+    rec = Recorder()
+    chosen = sample(parse_space(CONDITIONAL), rec)
+    assert rec.calls[1] == ("categorical", "truncate", (False, True))
+    assert "truncate_quantile" not in chosen and len(rec.calls) == 2  # truncate=False: condition off
     raw = {"method": "random", "params": {"k": {"type": "int", "low": 1, "high": 9, "step": 2}}}
     rec = Recorder()
     assert sample(parse_space(raw), rec) == {"k": 1}
@@ -84,12 +95,14 @@ def test_sample_drives_a_real_optuna_trial_with_matching_distributions() -> None
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=3))
     study.enqueue_trial({"truncate": True})
     trial = study.ask()
-    chosen = sample(load_space("cpp"), trial)
+    chosen = sample(parse_space(CONDITIONAL), trial)
     assert chosen["truncate"] is True and 0.5 <= chosen["truncate_quantile"] <= 0.95
     d = trial.distributions
     assert d["entropy_coef"] == FloatDistribution(0.0001, 0.1, log=True)
-    assert d["round_scale"] == FloatDistribution(1.0, 2.0, step=0.25)
     assert d["truncate"] == CategoricalDistribution([False, True])
+    cpp_trial = optuna.create_study().ask()
+    sample(load_space("cpp"), cpp_trial)
+    assert cpp_trial.distributions["round_scale"] == FloatDistribution(1.0, 2.0, step=0.25)
     pear_trial = optuna.create_study().ask()
     sample(load_space("pear"), pear_trial)
     assert pear_trial.distributions["tau_src"] == IntDistribution(1, 5)

@@ -248,6 +248,8 @@ def test_latency_is_awaited_once_per_batch() -> None:
         {"distractors": 0},
         {"tokens_per_char": 0.0},
         {"latency_s": -1.0},
+        {"verbosity": -1.0},
+        {"verbosity": 101.0},
     ],
 )
 def test_out_of_range_arguments_are_rejected_by_name(kw: dict[str, Any]) -> None:

@@ -2,7 +2,21 @@
 built-in ones as methods (each router file registers its own class with `debate.registry.method`)."""
 
 from debate.routers.base import Router
+from debate.routers.cpp import CppRouter, RandomPrune
 from debate.routers.fixed import FixedRouter, RandomRouter
 from debate.routers.pear import PearRouter
+from debate.routers.rumad import RumadRouter
+from debate.routers.sparse import GroupDebate, RandomActivation, SparseRouter
 
-__all__ = ["FixedRouter", "PearRouter", "RandomRouter", "Router"]
+__all__ = [
+    "CppRouter",
+    "FixedRouter",
+    "GroupDebate",
+    "PearRouter",
+    "RandomActivation",
+    "RandomPrune",
+    "RandomRouter",
+    "Router",
+    "RumadRouter",
+    "SparseRouter",
+]

@@ -252,7 +252,8 @@ def best_sweep(setup: StudySetup, trials: list[Any]) -> dict[str, Any]:
     raw["name"], raw["output_dir"] = f"{setup.cfg.name}-best", str(setup.out / "best-test")
     raw["methods"] = []
     for t in trials:
-        entry = {"name": setup.cfg.method.name, "args": {**setup.cfg.method.args, **t.params}}
+        args = t.user_attrs.get("method_args") or {**setup.cfg.method.args, **t.params}  # trained: its checkpoint
+        entry = {"name": setup.cfg.method.name, "args": args}
         raw["methods"] += [entry] if entry not in raw["methods"] else []
     for ds in raw["datasets"]:
         ds["split"] = held_out_split(ds["name"], ds["split"])

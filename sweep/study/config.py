@@ -17,6 +17,8 @@ from sweep.config import SweepConfig, Tracking, apply_override, check_places, on
 from sweep.errors import ConfigError, model_or_error
 from sweep.fields import Large, Name, Seconds, Small
 from sweep.study.spaces import check_method
+from sweep.study.training import TrainSpec, load_training
+from sweep.train.config import TrainSetup
 from sweep.yaml_limits import read_file
 
 # objective name -> (direction, the key of `sweep.metrics.group_metrics` it reads)
@@ -130,6 +132,7 @@ class StudyConfig(_Strict):
     tracking: Tracking = Tracking(experiment="debate-sweep-studies")
     heartbeat_s: Seconds = 30.0  # how often a driver marks its running trials alive
     stale_after_s: Seconds = 600.0  # a running trial of a silent driver on another host
+    train: TrainSpec | None = None  # trials train a policy first, then evaluate it (`sweep.study.training`)
 
     @field_validator("method", "sampler", "pruner", mode="before")
     @classmethod
@@ -163,6 +166,8 @@ class StudyConfig(_Strict):
             )
         if multi and self.sampler.name == "cmaes":
             raise ValueError("sampler: cmaes is single-objective; use tpe or nsga2 for several objectives")
+        if self.train is not None and self.pruner is not None:
+            raise ValueError("pruner: trials that train are pruned on their training curve; drop pruner, set train.prune_*")
         return self
 
     def directions(self) -> list[Direction]:
@@ -177,6 +182,7 @@ class StudySetup:
     base: SweepConfig  # methods replaced by the tuned method with its defaults
     space: SearchSpace
     source: Path
+    training: TrainSetup | None = None  # with `train:`: the training each trial runs before it evaluates
 
     @property
     def out(self) -> Path:
@@ -194,12 +200,10 @@ class StudySetup:
         base = self.base.model_dump(
             mode="json", exclude={"methods", "output_dir", "tracking", "ray", "concurrency", "cache", "name"}
         )
-        keep = {
-            "base": base,
-            "method": self.cfg.method.model_dump(),
-            "space": self.space.to_dict(),
-            "objectives": self.cfg.objectives,
-        }
+        keep: dict[str, Any] = {"base": base, "method": self.cfg.method.model_dump(), "space": self.space.to_dict()}
+        keep["objectives"] = self.cfg.objectives
+        if self.training is not None:  # absent otherwise: the fingerprints of existing studies stay
+            keep["train"] = [self.training.fingerprint(), self.cfg.train and self.cfg.train.model_dump()]
         return stable_hash(keep)
 
     def trial_sweep(self, params: dict[str, Any]) -> SweepConfig:
@@ -235,14 +239,16 @@ def load_study(
         else:
             found = find_space(cfg.search_space, p.parent)
             space = parse_space(read_file(found, "a search space YAML"), str(found))
-        check_method(space, cfg.method.name, cfg.method.args)
+        if cfg.train is None:
+            check_method(space, cfg.method.name, cfg.method.args)
     except SpaceError as e:
         raise ConfigError(str(e)) from None
     except (TypeError, ValueError, RecursionError) as e:  # a space shape the parser did not expect
         raise ConfigError(f"search_space: {type(e).__name__}: {str(e)[:200]}; check its params") from None
     base = _base_sweep(cfg, p.parent)
     _check_split(base, cfg.allow_test_split)
-    setup = StudySetup(cfg, base, space, p)
+    training = load_training(cfg.train, p.parent, base, cfg.method.name, cfg.method.args, space) if cfg.train else None
+    setup = StudySetup(cfg, base, space, p, training)
     check_places(base, {"tracking.uri": cfg.tracking.uri, "storage": cfg.storage and setup.storage_url()})
     return setup
 

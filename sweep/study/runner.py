@@ -28,6 +28,7 @@ from sweep.scheduler import run_tasks
 from sweep.study.config import OBJECTIVES, StudySetup
 from sweep.study.storage import DRIVER, StudyLock, open_study, recover_stale
 from sweep.study.tracking import NullStudyTracker
+from sweep.study.training import router_args, train_trial
 
 MAX_FAILED_IN_A_ROW = 5  # then the study stops: something is broken beyond one trial's params
 
@@ -131,9 +132,17 @@ class StudyRunner:
         t0 = time.perf_counter()
         try:
             params = sample(self.setup.space, trial)
+            if self.setup.training is not None and self.setup.cfg.train is not None:  # train, then evaluate
+                policy = await train_trial(
+                    self.setup.cfg.train, self.setup.training, self.setup.out, trial, params, self.agents, self.console
+                )
+                if policy is None:
+                    self._tell(trial, TrialState.PRUNED, None)
+                    return
+                params = {**router_args(params), "checkpoint": policy}
             sweep = self.setup.trial_sweep(params)
             plan = build_plan(sweep)
-        except ConfigError as e:
+        except (ConfigError, RuntimeError) as e:
             self._tell(trial, TrialState.FAIL, None, error=str(e))
             return
         pruned, missing = await self._episodes(trial, plan, sweep)

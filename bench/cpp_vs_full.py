@@ -1,0 +1,276 @@
+"""CPP trained from scratch against Full-Debate and the heterogeneous baselines on the simulated team of
+examples/cpp_simulated.yaml (3 models of different skill, verbosity and price; 3 agents x 2 debate
+rounds), with and without one adversarial seat. Per seed: CPP's policy gradient trains a policy
+(examples/train_cpp_simulated.yaml, `pg.seed` = the seed) on arith's train split, and again with the
+adversarial seat in the team (Adv-CPP); then every method runs on the same arith test items under that
+seed, on the honest team and on the team whose seat 1 (sim-mid) is adversarial:
+
+- Full-Debate (fixed clique), and Full-Debate with CPP's early-round truncation (CPP's network made to
+  keep everything, `threshold` ~ 0, with the same caps);
+- CPP (thresholded policy; the policy its training kept as best by the periodic evaluation on
+  training items — model selection never sees the test items — and, once, its final policy), and CPP
+  with truncation at the `--truncate` quantiles (App. C);
+- random pruning, p = 0.5 (CPP's Random), and p = CPP's measured keep rate (equal edges);
+- vote (one answer per model); consistency fuse and best with m matched to CPP-with-truncation's
+  measured cost (`debate.baselines.matched_m`; best = the model with the best round-0 accuracy);
+- under the adversary, also Adv-CPP.
+
+Reported: accuracy (mean ± std over seeds), price-weighted cost per task and as % of Full-Debate on the
+same items, kept responses per episode (of 18), exact McNemar tests on paired (seed, item) episodes,
+accuracy drops under the adversary, and an accuracy-cost Pareto plot. In-process (asyncio, no Ray, no
+MLflow); the trainings are the ones `sweep train` runs (`sweep.train.pg.train`) and resume from their
+checkpoints. Simulated agents: not a claim about LLMs.
+
+    .venv/bin/python bench/cpp_vs_full.py                       # 5 seeds, 80 updates each
+    .venv/bin/python bench/cpp_vs_full.py --seeds 2 --updates 10 --items 50   # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import math
+import multiprocessing
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
+
+from actors.registry import build_backend  # noqa: E402
+from data.graders import grader_for  # noqa: E402
+from data.registry import load_benchmark  # noqa: E402
+from debate.baselines import Consistency, matched_m, strongest  # noqa: E402
+from debate.episode import Agent, run_episode  # noqa: E402
+from debate.methods import Method, build_method  # noqa: E402
+from sweep.pool import build_agents  # noqa: E402
+from sweep.train.config import load_train  # noqa: E402
+from sweep.train.pg import train  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "examples" / "train_cpp_simulated.yaml"
+FULL = "Full-Debate"
+RANDOM_EQUAL = "random pruning at CPP's keep rate"
+
+
+@dataclasses.dataclass
+class Tally:
+    """One method under one seed."""
+
+    by_item: dict[str, bool] = dataclasses.field(default_factory=dict)
+    cost: float = 0.0
+    kept: int = 0
+    seat_cost: list[float] = dataclasses.field(default_factory=lambda: [0.0, 0.0, 0.0])  # round 0, summed
+    seat_right: dict[str, int] = dataclasses.field(default_factory=dict)
+
+    @property
+    def accuracy(self) -> float:
+        return sum(self.by_item.values()) / len(self.by_item)
+
+
+async def evaluate(method: Method, team: Sequence[Agent], items: Sequence[Any], seed: int) -> Tally:
+    tally = Tally()
+
+    async def one(sample: Any) -> None:
+        res = await run_episode(method, team, sample, grader_for(sample), seed, 2, "arith")
+        tally.by_item[sample.id] = res.correct
+        tally.cost += res.cost
+        for rec in res.trajectory[1:]:
+            keep = rec.decision.record.get("keep") if rec.decision is not None else None
+            tally.kept += sum(e[1] for row in keep for e in row) if keep else len(rec.decision.graph.edges) + 3  # type: ignore[union-attr]
+        for t in res.turns:
+            if t.round == 0 and t.agent < 3:
+                tally.seat_cost[t.agent] += t.cost
+                tally.seat_right[t.model] = tally.seat_right.get(t.model, 0) + int(res.trajectory[0].correct_after[t.agent])
+
+    await asyncio.gather(*(one(s) for s in items))
+    return tally
+
+
+def mcnemar(a: list[Tally], b: list[Tally]) -> str:
+    """Paired on (seed, item): discordant counts and the exact two-sided McNemar p-value."""
+    pairs = [(x.by_item[i], y.by_item[i]) for x, y in zip(a, b, strict=True) for i in x.by_item]
+    wins, losses = sum(p and not q for p, q in pairs), sum(q and not p for p, q in pairs)
+    n, k = wins + losses, min(wins, losses)
+    p_value = min(1.0, 2 * sum(math.comb(n, j) for j in range(k + 1)) / 2**n) if n else 1.0
+    return f"{wins} wins / {losses} losses over {len(pairs)} paired episodes, exact McNemar p = {p_value:.3g}"
+
+
+def share(tallies: list[Tally], full: list[Tally]) -> float:
+    """Cost as a share of Full-Debate's on the same items and seeds."""
+    return sum(t.cost for t in tallies) / sum(t.cost for t in full)
+
+
+def table(results: dict[str, list[Tally]], items: int) -> str:
+    full = results[FULL]
+    rows = ["| method | accuracy (mean ± std over seeds) | cost/task (price-weighted) | % of Full-Debate | kept / 18 |",
+            "| --- | --- | --- | --- | --- |"]  # fmt: skip
+    for label, tallies in results.items():
+        accs = [t.accuracy for t in tallies]
+        std = statistics.stdev(accs) if len(accs) > 1 else 0.0
+        cost = statistics.mean(t.cost for t in tallies) / items
+        kept = f"{statistics.mean(t.kept for t in tallies) / items:.1f}" if any(t.kept for t in tallies) else "–"
+        rows.append(f"| {label} | {statistics.mean(accs):.3f} ± {std:.3f} | {cost * 1000:.3f} m$ | {share(tallies, full):.1%} | {kept} |")
+    return "\n".join(rows)
+
+
+def plot(panels: dict[str, dict[str, list[Tally]]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(7.5 * len(panels), 5.2), squeeze=False)
+    cmap = plt.get_cmap("tab20")
+    for ax, (title, results) in zip(axes[0], panels.items(), strict=True):
+        points = {k: (100 * share(v, results[FULL]), statistics.mean(t.accuracy for t in v)) for k, v in results.items()}
+        front = sorted(p for k, p in points.items() if not any(q[0] <= p[0] and q[1] >= p[1] and q != p for q in points.values()))
+        ax.plot([p[0] for p in front], [p[1] for p in front], "--", color="grey", lw=1, label="Pareto front")
+        for n, (label, (x, y)) in enumerate(points.items()):
+            mark = "*" if label.startswith(("CPP", "Adv-CPP")) else ("s" if label.startswith(FULL) else "o")
+            ax.scatter(x, y, s=70 if mark == "*" else 36, marker=mark, color=cmap(n % 20), zorder=3, label=label)
+        ax.set_xlabel("price-weighted cost, % of Full-Debate (same items)")
+        ax.set_ylabel("accuracy (mean over seeds)")
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=6.5, loc="upper left", bbox_to_anchor=(0.0, -0.14), ncol=2, frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def setup_and_agents(seed: int, updates: int, out: str, sets: list[str], adversarial: bool) -> tuple[Any, dict[str, Agent]]:
+    extra = [f"overrides=[datasets.0.split=train, datasets.0.limit=1000, 'seeds=[0]', concurrency=64{', agents.1.adversarial=true' if adversarial else ''}]"]
+    tag = "adv" if adversarial else "vanilla"
+    setup = load_train(CONFIG, [f"pg.seed={seed}", f"pg.updates={updates}", "tracking.enabled=false", *extra, *sets], [], f"{out}/{tag}-{seed}")
+    specs = {m: setup.base.models[m] for m in set(setup.base.team())}
+    agents = build_agents(specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None)
+    return setup, agents
+
+
+def train_seed(seed: int, updates: int, out: str, sets: list[str], adversarial: bool) -> Any:
+    """One training (resumes from its checkpoints); in a worker process."""
+    setup, agents = setup_and_agents(seed, updates, out, sets, adversarial)
+    return train(setup, agents, console=Console(stderr=True, quiet=True))
+
+
+def teams(agents: dict[str, Agent]) -> tuple[list[Agent], list[Agent]]:
+    honest = [agents["sim-strong"], agents["sim-mid"], agents["sim-cheap"]]
+    return honest, [honest[0], dataclasses.replace(honest[1], adversarial=True), honest[2]]
+
+
+def run_seed(
+    seed: int, policies: tuple[str, str, str], items: list[Any], agents: dict[str, Agent], truncate: list[float], notes: dict[str, list[Any]]
+) -> dict[str, dict[str, Tally]]:
+    """Every method on both teams under one seed; `policies`: CPP's best-evaluated and final policy,
+    Adv-CPP's best-evaluated policy."""
+    policy, final, adv_policy = policies
+    cpp = {"checkpoint": policy}
+    out: dict[str, dict[str, Tally]] = {}
+    for name, team in zip(("vanilla", "adversarial"), teams(agents), strict=True):
+        got: dict[str, Tally] = {}
+        ev = lambda m, t=team: asyncio.run(evaluate(m, t, items, seed))  # noqa: E731
+        got[FULL] = ev(build_method("fixed", {"topology": "clique"}))
+        for q in truncate:
+            got[f"{FULL}, truncated q{q:g}"] = ev(build_method("cpp", {**cpp, "threshold": 1e-9, "truncate": q}))
+        got["CPP"] = ev(build_method("cpp", cpp))
+        got["CPP, final policy"] = ev(build_method("cpp", {"checkpoint": final}))
+        for q in truncate:
+            got[f"CPP, truncated q{q:g}"] = ev(build_method("cpp", {**cpp, "truncate": q}))
+        if name == "adversarial":
+            got["Adv-CPP"] = ev(build_method("cpp", {"checkpoint": adv_policy}))
+            for q in truncate:
+                got[f"Adv-CPP, truncated q{q:g}"] = ev(build_method("cpp", {"checkpoint": adv_policy, "truncate": q}))
+        rate = round(got["CPP"].kept / (18 * len(items)), 2)
+        got["random pruning p=0.5"] = ev(build_method("random_prune", {"p": 0.5}))
+        got[RANDOM_EQUAL] = ev(build_method("random_prune", {"p": rate}))
+        notes.setdefault(f"{name}: {RANDOM_EQUAL}, p", []).append(rate)
+        got["vote"] = ev(build_method("vote"))
+        target = got[f"CPP, truncated q{truncate[0]:g}"].cost / len(items)
+        seat = [c / len(items) for c in got[FULL].seat_cost]
+        keys = [(a.model, a.adversarial) for a in team]
+        best = strongest({m: r / len(items) for m, r in got[FULL].seat_right.items()})
+        for pool in ("fuse", best):
+            m = matched_m(seat, Consistency(pool=pool).members(keys), target)
+            label = f"consistency {'fuse' if pool == 'fuse' else 'best'}, m matched to CPP truncated q{truncate[0]:g}"
+            got[label] = ev(build_method("consistency", {"m": m, "pool": pool}))
+            notes.setdefault(f"{name}: {label}: m" + ("" if pool == "fuse" else " (best model)"), []).append(m if pool == "fuse" else f"{m} ({pool})")
+        out[name] = got
+    return out
+
+
+def merge(per_seed: list[dict[str, Tally]]) -> dict[str, list[Tally]]:
+    """Rows by label, one tally per seed."""
+    merged: dict[str, list[Tally]] = {}
+    for got in per_seed:
+        for label, tally in got.items():
+            merged.setdefault(label, []).append(tally)
+    return merged
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--updates", type=int, default=80)
+    parser.add_argument("--items", type=int, default=200, help="arith test items evaluated per seed")
+    parser.add_argument("--truncate", type=float, nargs="+", default=[0.9, 0.75], help="truncation quantiles (the first sets the matched cost)")
+    parser.add_argument("--out", default=str(ROOT / "runs" / "bench_cpp"), help="trainings (resumable)")
+    parser.add_argument("--png", default=str(ROOT / "bench" / "cpp_pareto.png"))
+    parser.add_argument("--set", dest="sets", action="append", default=[], help="a training key, e.g. reward.k=0.5")
+    parser.add_argument("--jobs", type=int, default=2, help="trainings in parallel processes")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    items = load_benchmark("arith", "test", limit=args.items, seed=0)
+    jobs = [(s, args.updates, args.out, args.sets, adv) for adv in (False, True) for s in range(args.seeds)]
+    with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        outcomes = list(pool.map(train_seed, *zip(*jobs, strict=True)))
+    print(f"trained {len(jobs)} policies ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
+    vanilla, adversarial, notes = [], [], {}
+    for seed in range(args.seeds):
+        _, agents = setup_and_agents(seed, args.updates, args.out, args.sets, False)
+        mine, adv = outcomes[seed], outcomes[args.seeds + seed]
+        policies = (str(mine.best or mine.policy), str(mine.policy), str(adv.best or adv.policy))
+        got = run_seed(seed, policies, items, agents, args.truncate, notes)
+        vanilla.append(got["vanilla"])
+        adversarial.append(got["adversarial"])
+        print(f"seed {seed}: CPP {got['vanilla']['CPP'].accuracy:.3f}, Full-Debate {got['vanilla'][FULL].accuracy:.3f} "
+              f"({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)  # fmt: skip
+    report(merge(vanilla), merge(adversarial), notes, args, time.perf_counter() - start)
+
+
+def report(vanilla: dict[str, list[Tally]], adversarial: dict[str, list[Tally]], notes: dict[str, list[Any]], args: Any, seconds: float) -> None:
+    q = f"q{args.truncate[0]:g}"
+    print(f"simulated team of examples/cpp_simulated.yaml (skills 0.75/0.60/0.45, prices in/out per M tokens 2.0/8.0, 0.4/1.6, "
+          f"0.1/0.4); CPP trained on arith train ({args.updates} updates x 64 episodes per seed, {' '.join(args.sets) or 'defaults'}); "
+          f"evaluated on arith test[:{args.items}] (shuffle seed 0), seeds 0..{args.seeds - 1}; {seconds:.0f} s\n")  # fmt: skip
+    print("### honest team\n")
+    print(table(vanilla, args.items))
+    print("\n### seat 1 (sim-mid) adversarial\n")
+    print(table(adversarial, args.items))
+    print()
+    for mine, other in ((f"CPP, truncated {q}", FULL), ("CPP", FULL), ("CPP", "random pruning p=0.5"),
+                        ("CPP", RANDOM_EQUAL), (f"CPP, truncated {q}", f"{FULL}, truncated {q}")):  # fmt: skip
+        if mine in vanilla and other in vanilla:
+            print(f"- honest: {mine} vs {other}: {mcnemar(vanilla[mine], vanilla[other])}")
+    for mine in ("CPP", "Adv-CPP"):
+        print(f"- adversary: {mine} vs {FULL}: {mcnemar(adversarial[mine], adversarial[FULL])}")
+    for label in (FULL, "CPP", f"CPP, truncated {q}"):
+        drop = statistics.mean(t.accuracy for t in vanilla[label]) - statistics.mean(t.accuracy for t in adversarial[label])
+        print(f"- accuracy drop under the adversary, {label}: {drop:+.3f}")
+    drop = statistics.mean(t.accuracy for t in vanilla["CPP"]) - statistics.mean(t.accuracy for t in adversarial["Adv-CPP"])
+    print(f"- accuracy drop under the adversary, CPP (honest) -> Adv-CPP (adversarial): {drop:+.3f}")
+    for key, values in notes.items():
+        print(f"- {key} per seed: {', '.join(str(v) for v in values)}")
+    plot({"honest team": vanilla, "seat 1 adversarial": adversarial}, Path(args.png))
+    print(f"\nPareto plot: {args.png}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""CPP's pruning network (torch; `specs/methods.md` §CPP, the paper's eq. 1-2), exactly as written:
+
+    Fuse(x, y) = Norm(x + SiLU(W_d [SiLU(W_g (x + y)) * W_u y]))      x, y layer-normed first
+    p(keep j -> i) = sigmoid(w_s . Fuse(Fuse(e_i, q_ij), r_j))
+
+e_i is agent i's behaviour embedding (a trained parameter, one row per seat, initialised from the
+encoded validation responses of that seat when training starts), q_ij the encoded query (the question
+and the responses i already kept this round), r_j the encoded candidate response. The encoder itself
+is frozen (not part of the network). W_g, W_u, W_d and w_s have no bias (the paper writes none); w_s
+starts near zero, so the untrained policy keeps each response with probability about 1/2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from debate.policies import checkpoint
+from debate.policies.pruning import PruningArch
+
+
+class Fuse(nn.Module):
+    """One FuseGLU block (eq. 1): main input x, fused input y."""
+
+    def __init__(self, dim: int, hidden: int) -> None:
+        super().__init__()
+        self.norm_x, self.norm_y, self.norm_out = nn.LayerNorm(dim), nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.w_g = nn.Linear(dim, hidden, bias=False)
+        self.w_u = nn.Linear(dim, hidden, bias=False)
+        self.w_d = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        x, y = self.norm_x(x), self.norm_y(y)
+        act = nn.functional.silu
+        return self.norm_out(x + act(self.w_d(act(self.w_g(x + y)) * self.w_u(y))))
+
+
+class PruningNet(nn.Module):
+    """Behaviour embeddings, the two fusion blocks and the score (eq. 2)."""
+
+    def __init__(self, arch: PruningArch) -> None:
+        super().__init__()
+        self.arch = arch
+        self.behaviour = nn.Parameter(torch.zeros(arch.n_agents, arch.dim))
+        self.fuse_query = Fuse(arch.dim, arch.hidden)
+        self.fuse_response = Fuse(arch.dim, arch.hidden)
+        self.w_s = nn.Linear(arch.dim, 1, bias=False)
+
+    def forward(self, agents: torch.Tensor, q: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+        """Keep logits (B,) for agents (B,) int, queries (B, dim), candidates (B, dim)."""
+        h = self.fuse_response(self.fuse_query(self.behaviour[agents], q), r)
+        return self.w_s(h).squeeze(-1)
+
+
+def build(arch: PruningArch, seed: int, behaviour: np.ndarray | None = None) -> PruningNet:
+    """A fresh network from `seed`; `behaviour` (n_agents, dim) initialises the embeddings (else
+    seeded normal draws)."""
+    gen = torch.Generator().manual_seed(int(seed))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        net = PruningNet(arch)
+    with torch.no_grad():
+        nn.init.normal_(net.w_s.weight, std=0.01, generator=gen)
+        init = torch.randn(arch.n_agents, arch.dim, generator=gen) if behaviour is None else torch.as_tensor(behaviour)
+        net.behaviour.copy_(init.float())
+    return net
+
+
+def weights_of(net: PruningNet) -> dict[str, np.ndarray]:
+    return {k: v.detach().cpu().numpy().copy() for k, v in net.state_dict().items()}
+
+
+def load_weights(net: PruningNet, weights: dict[str, np.ndarray]) -> None:
+    net.load_state_dict({k: torch.from_numpy(np.asarray(v).copy()) for k, v in weights.items()})
+
+
+class Pruner:
+    """A network ready to route: keep probabilities for a batch of (agent, query, candidate)."""
+
+    def __init__(self, net: PruningNet, digest: str) -> None:
+        self.net, self.digest = net, digest
+
+    @property
+    def arch(self) -> PruningArch:
+        return self.net.arch
+
+    def probs(self, agents: np.ndarray, q: np.ndarray, r: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            logits = self.net(torch.as_tensor(agents, dtype=torch.long), torch.as_tensor(q), torch.as_tensor(r))
+        return torch.sigmoid(logits).numpy().astype(np.float64)
+
+
+_BUILT: dict[tuple[Any, ...], Pruner] = {}
+
+
+def pruner_for(ref: str, init_seed: int, encoder: str, n: int) -> Pruner:
+    """The policy of checkpoint `ref`, or (`ref == ""`) the untrained one for n seats from `init_seed`."""
+    if torch.get_num_threads() != 1:
+        torch.set_num_threads(1)  # a small network beside the engines: one thread is fastest
+    if ref:
+        ck = checkpoint.load(ref)
+        key: tuple[Any, ...] = ("checkpoint", ck.digest)
+        if key not in _BUILT:
+            try:
+                arch = PruningArch.from_dict(ck.arch)
+            except (ValueError, TypeError) as e:
+                raise checkpoint.CheckpointError(f"checkpoint '{ref}': {e}") from None
+            net = PruningNet(arch)
+            load_weights(net, ck.weights)
+            _BUILT[key] = Pruner(net.eval(), ck.digest)
+        return _BUILT[key]
+    key = ("init", init_seed, encoder, n)
+    if key not in _BUILT:
+        _BUILT[key] = Pruner(build(PruningArch(n, encoder=encoder), init_seed).eval(), f"init-{init_seed}")
+    return _BUILT[key]

@@ -1,0 +1,62 @@
+"""What a CPP pruning policy is, without torch: its sizes, the sentence encoder its embeddings come
+from, the team it was made for (one behaviour embedding per seat), and each seat's output lengths on
+the validation questions its behaviour embeddings were initialised from (App. C's truncation reads
+their quantiles). Config validation, checkpoints and truncation caps read this without loading torch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+KIND = "cpp"
+
+
+@dataclass(frozen=True)
+class PruningArch:
+    """A FuseGLU pruning policy's shape and provenance (see the module docstring)."""
+
+    n_agents: int
+    dim: int = 384  # the encoder's output size (MiniLM: 384)
+    hidden: int = 256  # the GLU's inner size (W_g, W_u: dim -> hidden; W_d: hidden -> dim)
+    encoder: str = "hashed"
+    seat_models: tuple[str, ...] = ()
+    output_lengths: tuple[tuple[int, ...], ...] = ()  # per seat: completion tokens on validation items
+    kind: str = field(default=KIND)
+
+    def __post_init__(self) -> None:
+        if self.kind != KIND:
+            raise ValueError(f"not a CPP policy (kind {self.kind!r})")
+        if self.n_agents < 2 or self.dim < 1 or self.hidden < 1:
+            raise ValueError("cpp policy: n_agents must be >= 2, dim and hidden >= 1")
+        for name in ("seat_models", "output_lengths"):
+            value = getattr(self, name)
+            if value and len(value) != self.n_agents:
+                raise ValueError(f"cpp policy: {name} must have one entry per seat ({self.n_agents})")
+
+    def caps(self, quantile: float) -> dict[int, int]:
+        """Seat -> output cap: the `quantile` of its validation output lengths (rounded up)."""
+        if not self.output_lengths:
+            raise ValueError("cpp: truncation needs a checkpoint with validation output lengths (sweep train writes them)")
+        return {
+            i: max(1, math.ceil(float(np.quantile(np.asarray(lengths, dtype=float), quantile))))
+            for i, lengths in enumerate(self.output_lengths)
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["seat_models"] = list(self.seat_models)
+        d["output_lengths"] = [list(x) for x in self.output_lengths]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PruningArch:
+        if d.get("kind") != KIND:
+            raise ValueError(f"not a CPP policy checkpoint (kind {d.get('kind')!r}); sweep train with method cpp writes them")
+        d = dict(d)
+        d["seat_models"] = tuple(d.get("seat_models", ()))
+        d["output_lengths"] = tuple(tuple(int(v) for v in x) for x in d.get("output_lengths", ()))
+        return cls(**d)

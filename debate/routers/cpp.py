@@ -1,0 +1,187 @@
+"""CPP, conditional progressive pruning (`specs/methods.md` §CPP), and its random-pruning baseline.
+
+In debate round t each agent i decides, in its fixed order (itself first, then the others by index;
+`debate.cpp_reward.order`), whether to keep each previous-round response. Decision k is a Bernoulli
+whose probability comes from the FuseGLU network (`debate.policies.fuseglu`) over i's behaviour
+embedding, the query — the question followed by the responses i already kept this round — and the
+candidate response, all embedded by the policy's sentence encoder (`debate.encoders`). What i keeps
+is what it sees: the kept others are the round's edges into i, and a pruned own response is hidden
+from i's `update` prompt (`Decision.hidden_own`). The decision record holds, per agent and position,
+`[candidate, kept, p]`, the log-probability of the draws, and (in memory only) the embeddings a
+trainer needs. Training samples each decision with the episode's router rng; evaluation keeps a
+response when p >= `threshold` (no draw, so a checkpoint gives the same episodes under a seed).
+
+Output truncation (App. C): with `truncate` = q in (0, 1], every round but the last (round 0
+included, through `opening`) caps each seat's output at the q-quantile of that seat's output lengths
+on the validation questions the checkpoint's behaviour embeddings came from; the last round is never
+capped. `checkpoint` names a policy file (`sweep train` with method cpp writes them; ids hash its
+content); `""` is the untrained network from `init_seed`, embedding with `encoder` (`hashed` unless
+given), which has no output lengths to truncate by. `protocol` must be `update`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from debate.cpp_reward import order
+from debate.decision import Decision
+from debate.graph import Graph
+from debate.policies import checkpoint as ckpt
+from debate.registry import method
+from debate.state import DebateState, View
+
+MAX_RESPONSE_CHARS = 1200  # what of one response is embedded (the prompts show at most 600 of it)
+
+
+def _update_only(args: Mapping[str, Any]) -> None:
+    if args.get("protocol") != "update":
+        raise ValueError("method cpp: each agent's kept responses are its update prompt; use protocol 'update'")
+
+
+def response_text(view: View, author: int) -> str:
+    """A previous-round response as the policy reads it: as the `update` prompt shows it, headed by
+    its author ("Agent 2"). The author is ours (the paper encodes "the response"): it lets an agent's
+    behaviour embedding — initialised from replies headed by its own name — tell its own response
+    from the others', which the decision order alone does not give the network."""
+    answer = view.answer if view.answer is not None else "(no answer)"
+    reasoning = view.reasoning.strip()[:MAX_RESPONSE_CHARS]
+    return f"Agent {author + 1}\nAnswer: {answer}\nConfidence: {view.confidence}\nReasoning: {reasoning}"
+
+
+def query_text(question: str, kept: Sequence[str]) -> str:
+    """q: the question, then the responses kept so far this round."""
+    return "\n\n".join([question, *kept])
+
+
+@method("cpp", check=_update_only)
+@dataclass(frozen=True)
+class CppRouter:
+    """CPP (see the module docstring for each argument)."""
+
+    checkpoint: str = ""
+    init_seed: int = 0
+    encoder: str = ""
+    truncate: float = 0.0
+    threshold: float = 0.5
+    LABEL: ClassVar[tuple[str, ...]] = ("truncate",)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.truncate <= 1.0:
+            raise ValueError(f"cpp: truncate must be a quantile in (0, 1] or 0 (off), got {self.truncate}")
+        if not 0.0 < self.threshold < 1.0:
+            raise ValueError(f"cpp: threshold must be in (0, 1), got {self.threshold}")
+        if self.encoder not in ("", "hashed", "minilm"):
+            raise ValueError(f"cpp: unknown encoder '{self.encoder}'; known: hashed, minilm")
+
+    @staticmethod
+    def identity_of(args: dict[str, Any]) -> dict[str, Any]:
+        """Episode ids hash the checkpoint's content, never its path."""
+        ref = args.get("checkpoint", "")
+        return {**args, "checkpoint": f"sha:{ckpt.load(ref).digest}"} if ref else args
+
+    def pruner(self, n: int) -> Any:
+        from debate.policies.fuseglu import pruner_for  # torch: only once a policy is built
+
+        policy = pruner_for(self.checkpoint, self.init_seed, self.encoder or "hashed", n)
+        if self.encoder and policy.arch.encoder != self.encoder:
+            raise ValueError(f"cpp: the checkpoint embeds with '{policy.arch.encoder}', not '{self.encoder}'")
+        return policy
+
+    def opening(self, state: DebateState) -> Decision | None:
+        return truncation(self, self.pruner(state.n), state, 0)
+
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+        return await decide(self, self.pruner(state.n), state, rng, sample=False)
+
+
+def truncation(params: CppRouter, policy: Any, state: DebateState, r: int) -> Decision | None:
+    """Round 0's decision when its outputs are capped (None otherwise): no edges, the caps."""
+    if not params.truncate or (state.rounds is not None and r >= state.rounds):
+        return None
+    return Decision(Graph(state.n), max_tokens=_caps(params, policy, state.n), record={"truncate": params.truncate})
+
+
+def _caps(params: CppRouter, policy: Any, n: int) -> dict[int, int]:
+    caps = policy.arch.caps(params.truncate)
+    if len(caps) != n:
+        raise ValueError(f"cpp: the checkpoint was made for {len(caps)} seats, the team has {n}")
+    return caps
+
+
+async def decide(params: CppRouter, policy: Any, state: DebateState, rng: np.random.Generator, sample: bool) -> Decision:
+    """One round of CPP with `policy` (a `debate.policies.fuseglu.Pruner`): each agent's decisions,
+    position by position, all agents together (one encoder batch per position)."""
+    from debate.encoders import encoder_for
+
+    n, r = state.n, state.round
+    if policy.arch.n_agents != n:
+        raise ValueError(f"cpp: the policy was made for {policy.arch.n_agents} seats, the team has {n}")
+    encoder = encoder_for(policy.arch.encoder)
+    texts = [response_text(v, j) for j, v in enumerate(state.latest)]
+    responses = await encoder.embed(texts)
+    kept: list[list[int]] = [[] for _ in range(n)]
+    keep = [[[0, False, 0.0] for _ in range(n)] for _ in range(n)]
+    queries = np.zeros((n, n, encoder.dim), np.float32)
+    logp = 0.0
+    for k in range(n):
+        cand = [order(i, n)[k] for i in range(n)]
+        queries[:, k] = await encoder.embed([query_text(state.question, [texts[j] for j in kept[i]]) for i in range(n)])
+        p = policy.probs(np.arange(n), queries[:, k], responses[cand])
+        for i in range(n):
+            take = bool(rng.random() < p[i]) if sample else bool(p[i] >= params.threshold)
+            logp += math.log(max(1e-12, p[i] if take else 1.0 - p[i]))
+            keep[i][k] = [cand[i], take, float(p[i])]
+            if take:
+                kept[i].append(cand[i])
+    edges = [(j, i) for i in range(n) for j in kept[i] if j != i]
+    hidden = frozenset(i for i in range(n) if i not in kept[i])
+    last = state.rounds is not None and r >= state.rounds
+    caps = _caps(params, policy, n) if params.truncate and not last else None
+    record = {
+        "keep": keep, "logp": logp, "mode": "sample" if sample else "threshold", "policy": policy.digest,
+        "kept_edges": sum(len(x) for x in kept), "_queries": queries,
+        "_candidates": np.stack([responses[[order(i, n)[k] for k in range(n)]] for i in range(n)]),
+    }  # fmt: skip
+    return Decision(Graph(n, edges), max_tokens=caps, record=record, hidden_own=hidden)
+
+
+@dataclass(frozen=True)
+class CppPolicyRouter:
+    """CPP routing with a live policy (the trainer's network between updates), sampling by default."""
+
+    params: CppRouter
+    policy: Any
+    sample: bool = True
+
+    def opening(self, state: DebateState) -> Decision | None:
+        return truncation(self.params, self.policy, state, 0)
+
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+        return await decide(self.params, self.policy, state, rng, self.sample)
+
+
+@method("random_prune")
+@dataclass(frozen=True)
+class RandomPrune:
+    """CPP's Random baseline: every agent keeps each previous-round response — its own included —
+    with probability `p`, independently, every round (the paper: p = 0.5)."""
+
+    p: float = 0.5
+    LABEL: ClassVar[tuple[str, ...]] = ("p",)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.p <= 1.0:
+            raise ValueError(f"random_prune: p must be in [0, 1], got {self.p}")
+
+    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+        n = state.n
+        keep = [[bool(rng.random() < self.p) for _ in range(n)] for _ in range(n)]  # keep[i][k]: order(i)[k]
+        edges = [(order(i, n)[k], i) for i in range(n) for k in range(1, n) if keep[i][k]]
+        hidden = frozenset(i for i in range(n) if not keep[i][0])
+        record = {"keep": [[[order(i, n)[k], keep[i][k], self.p] for k in range(n)] for i in range(n)]}
+        return Decision(Graph(n, edges), record=record, hidden_own=hidden)

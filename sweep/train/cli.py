@@ -1,0 +1,105 @@
+"""`sweep train CONFIG`: train (or resume training) a router's policy with PPO on the engine pool.
+
+Exit codes as for `sweep run`: 0 success; 2 a bad config or usage (one line, nothing started);
+1 a failure while training (the last recorded update stays on disk; rerun to resume from it)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from sweep.config import ConfigError
+from sweep.train.config import TrainSetup, load_train
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the `train` subcommand to `sweep`'s subparsers."""
+    s = subparsers.add_parser("train", help="train a router's policy (RUMAD: PPO; CPP: policy gradient) on debate rollouts")
+    s.add_argument("config", help="training YAML, e.g. examples/train_rumad_simulated.yaml")
+    s.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        help="override a training key, e.g. --set ppo.updates=50 --set reward.alpha_sparsity=0",
+    )  # fmt: skip
+    s.add_argument(
+        "--base-set", dest="base_overrides", action="append", default=[], metavar="KEY=VALUE",
+        help="override a key of the base sweep, e.g. --base-set datasets.0.limit=50",
+    )  # fmt: skip
+    s.add_argument("--out", help="output dir (overrides output_dir)")
+    s.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else a local Ray)")
+    s.add_argument("--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI, else sqlite in --out)")
+    s.add_argument("--no-tracking", action="store_true", help="skip MLflow")
+    s.add_argument("--validate", action="store_true", help="check the training config; run nothing")
+    return s
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the `train` subcommand parsed by `add_parser`; returns the exit code."""
+    try:
+        setup = load_train(args.config, args.overrides, args.base_overrides, args.out)
+        from sweep.plan import build_plan
+
+        build_plan(setup.base)  # the datasets load: a missing file is a config error, before Ray starts
+        if args.validate:
+            print(f"ok: {args.config} is a valid training ({setup.cfg.method.name}, fingerprint {setup.fingerprint()})")
+            return 0
+        from sweep.train import state
+
+        state.load(setup)  # a checkpoint of another config in output_dir: refused before Ray starts
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)  # plain print: one line, never wrapped
+        return 2
+    return _run(setup, args)
+
+
+def _tracker(setup: TrainSetup, args: argparse.Namespace) -> Any:
+    from sweep.tracking import default_tracking_uri
+    from sweep.train.tracking import NullTrainTracker, TrainTracker
+
+    if not setup.cfg.tracking.enabled or args.no_tracking:
+        return NullTrainTracker()
+    return TrainTracker(args.tracking_uri or setup.cfg.tracking.uri or default_tracking_uri(setup.out), setup)
+
+
+def _run(setup: TrainSetup, args: argparse.Namespace) -> int:
+    from sweep.pool import EnginePool
+    from sweep.runner import write_resolved_config
+    from sweep.train import pg, ppo
+
+    train = pg.train if setup.algorithm == "pg" else ppo.train
+
+    err = Console(stderr=True, soft_wrap=True)
+    out = Console(soft_wrap=True) if sys.stdout.isatty() else Console(width=160, soft_wrap=True)
+    write_resolved_config(setup.base, setup.out)
+    (setup.out / "train.resolved.yaml").write_text(yaml.safe_dump(setup.cfg.model_dump(mode="json"), sort_keys=False))
+    tracker = _tracker(setup, args)
+    try:
+        with EnginePool(setup.base, setup.base.team(), args.address, err) as pool:
+            outcome = train(setup, pool.agents, tracker, err)
+    except KeyboardInterrupt:
+        err.print("interrupted: the last recorded update is in checkpoints/; rerun the same command to resume")
+        return 1
+    except Exception as e:  # noqa: BLE001 - the CLI's last line of defence: one line, exit 1
+        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    last = outcome.history[-1] if outcome.history else {}
+    out.print(
+        f"trained {len(outcome.history)} updates ({outcome.resumed_from} before this run); last rollout accuracy "
+        f"{last.get('accuracy', float('nan')):.3f}, tokens/task {last.get('tokens_per_task', float('nan')):.0f}"
+    )
+    out.print(f"policy: {outcome.policy} (sha {outcome.digest})")
+    if outcome.best is not None:
+        evals = [h for h in outcome.history if "eval.return" in h]
+        top = max(evals, key=lambda h: h["eval.return"])
+        out.print(f"best evaluated policy: {outcome.best} (update {top['update']:.0f}, eval accuracy {top['eval.accuracy']:.3f})")
+    entry = {"name": setup.cfg.method.name, "args": {**setup.cfg.method.args, "checkpoint": str(outcome.policy)}}
+    out.print(f"evaluate it with the method entry: {yaml.safe_dump(entry, default_flow_style=True, width=10_000).strip()}")
+    if tracker.uri is not None:
+        out.print(
+            f"mlflow: {tracker.uri} (run {tracker.run_id}; checkpoint URI runs:/{tracker.run_id}/policy.npz); "
+            f"view with: mlflow ui --backend-store-uri {tracker.uri} --host 127.0.0.1"
+        )
+    return 0

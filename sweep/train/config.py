@@ -1,0 +1,277 @@
+"""The training config: which base sweep to draw rollouts from (models, team, training datasets,
+rounds, concurrency), the trained router's fixed arguments, the policy network, the reward weights and
+the algorithm's hyperparameters. Two algorithms, chosen by `algorithm` (default: the method's own):
+`ppo` for RUMAD (`ppo:`, `policy:`; RUMAD Table 6 by default) and `pg` for CPP (`pg:`, `cpp:`; the
+on-policy policy gradient of CPP §3.2). Validated in full before anything starts; every error is one
+`ConfigError` line naming the field and the fix."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from debate.cpp_reward import CppReward
+from debate.methods import Method, build_method
+from debate.policies.arch import HEADS
+from debate.rewards import RewardWeights
+from debate.spec import closest, stable_hash
+from sweep.config import ConfigError, SweepConfig, Tracking, apply_override, one_line, read_yaml, validate
+
+TRAINABLE = ("rumad", "cpp")  # routers with a learned policy this trainer can update
+ALGORITHM = {"rumad": "ppo", "cpp": "pg"}  # each method's algorithm (the only one it trains with)
+REWARDS: dict[str, type] = {"rumad": RewardWeights, "cpp": CppReward}
+REWARD_KEYS = [f.name for f in dataclasses.fields(RewardWeights)]
+PG_TUNED = ("lr", "entropy_coef", "entropy_decay")  # `pg:` keys a study may tune beside the reward
+
+
+def reward_keys(method: str) -> list[str]:
+    """The reward coefficients of a trainable method."""
+    return [f.name for f in dataclasses.fields(REWARDS.get(method, RewardWeights))]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MethodSpec(_Strict):
+    name: str = "rumad"
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class PolicyConfig(_Strict):
+    """The network (`debate.policies.actor_critic`): Table 6's hidden size, the head, the initial log-std."""
+
+    hidden: int = Field(128, ge=1)
+    head: str = "gaussian"
+    log_std_init: float = 0.0
+
+    @field_validator("head")
+    @classmethod
+    def _known_head(cls, v: str) -> str:
+        if v not in HEADS:
+            raise ValueError(f"unknown head '{v}'{closest(v, list(HEADS))}; known: {', '.join(HEADS)}")
+        return v
+
+
+class PPOConfig(_Strict):
+    """PPO (CleanRL's, on debate rounds as steps). Defaults: RUMAD Table 6 where it gives a value."""
+
+    updates: int = Field(200, ge=1)  # policy updates; raise it and rerun to train on from the last one
+    episodes_per_update: int = Field(64, ge=1)  # rollouts collected before each update
+    epochs: int = Field(4, ge=1)  # passes over each rollout batch
+    minibatches: int = Field(4, ge=1)
+    lr: float = Field(1e-4, gt=0)
+    gamma: float = Field(0.99, ge=0, le=1)
+    gae_lambda: float = Field(0.95, ge=0, le=1)
+    clip: float = Field(0.2, gt=0)
+    value_coef: float = Field(0.01, ge=0)
+    entropy_coef: float = Field(0.0, ge=0)
+    max_grad_norm: float = Field(0.5, gt=0)
+    norm_adv: bool = True
+    target_kl: float | None = Field(None, gt=0)  # stop an update's epochs early past this KL
+    seed: int = 0  # initialises the network and seeds every draw of the training
+
+
+class PGConfig(_Strict):
+    """CPP's on-policy policy gradient (§3.2): REINFORCE on every keep/prune action with its return
+    over appendix A's dependencies, an entropy bonus whose coefficient decays, and the two-stage k
+    schedule (the first `first_stage_updates` updates reward keeping an already right answer with
+    `first_stage_k`, then `reward.k`). The paper gives no values; ours are the defaults."""
+
+    updates: int = Field(60, ge=1)
+    episodes_per_update: int = Field(32, ge=1)
+    lr: float = Field(3e-4, gt=0)
+    entropy_coef: float = Field(0.01, ge=0)
+    entropy_decay: float = Field(0.97, gt=0, le=1)  # per update: coef_u = entropy_coef * decay**(u - 1)
+    first_stage_updates: int = Field(0, ge=0)  # 0: one stage, reward.k throughout
+    first_stage_k: float = Field(1.0, ge=-1, le=1)
+    norm_returns: bool = True  # returns less their (round, position) mean, over their std (a baseline; ours)
+    max_grad_norm: float = Field(1.0, gt=0)
+    seed: int = 0  # initialises the network and seeds every draw of the training
+
+
+class CppPolicyConfig(_Strict):
+    """CPP's network and its behaviour-embedding initialisation: each seat's round-0 replies to
+    `behaviour_items` validation questions (the training dataset at `behaviour_split`, from
+    `behaviour_offset`; the paper: ~60, 10 suffice) are encoded and averaged; their lengths are the
+    output statistics truncation reads (App. C)."""
+
+    encoder: str = "hashed"
+    hidden: int = Field(256, ge=1)
+    behaviour_items: int = Field(10, ge=1)
+    behaviour_split: str = ""  # "": the training dataset's split
+    behaviour_offset: int = Field(0, ge=0)
+
+    @field_validator("encoder")
+    @classmethod
+    def _known_encoder(cls, v: str) -> str:
+        if v not in ("hashed", "minilm"):
+            raise ValueError(f"unknown encoder '{v}'{closest(v, ['hashed', 'minilm'])}; known: hashed, minilm")
+        return v
+
+
+class TrainConfig(_Strict):
+    name: str = "train"  # the MLflow run's name
+    output_dir: str = "runs/train"  # checkpoints/, the final policy.npz, mlflow.db, the call cache
+    sweep: str  # the base sweep YAML (relative to this file): models, agents, datasets, rounds
+    overrides: list[str] = Field(default_factory=list)  # `key=value` applied to the base sweep
+    method: MethodSpec = MethodSpec()  # the trained router and its fixed arguments (thresholds, budget)
+    policy: PolicyConfig = PolicyConfig()
+    reward: dict[str, float] = Field(default_factory=dict)  # RewardWeights fields; unset: Table 5
+    ppo: PPOConfig = PPOConfig()
+    algorithm: str | None = None  # ppo | pg; None: the method's (rumad: ppo, cpp: pg)
+    pg: PGConfig = PGConfig()
+    cpp: CppPolicyConfig = CppPolicyConfig()
+    checkpoint_every: int = Field(10, ge=1)  # a kept copy every k updates (the latest is kept always)
+    eval_every: int = Field(10, ge=0)  # evaluate the policy's mean every k updates (0: never)
+    eval_episodes: int = Field(64, ge=1)  # on this many fixed training items and seeds; the best is kept
+    allow_test_split: bool = False
+    tracking: Tracking = Tracking(experiment="debate-sweep-training")
+
+    @field_validator("method", mode="before")
+    @classmethod
+    def _shorthand(cls, v: Any) -> Any:
+        return {"name": v} if isinstance(v, str) else v
+
+    @field_validator("tracking", mode="before")
+    @classmethod
+    def _training_experiment(cls, v: Any) -> Any:
+        # `tracking: {enabled: true}` still logs with the trainings, not into the sweeps' experiment
+        return {"experiment": "debate-sweep-training", **v} if isinstance(v, dict) else v
+
+    @model_validator(mode="after")
+    def _trainable(self) -> TrainConfig:
+        if self.method.name not in TRAINABLE:
+            raise ValueError(f"method: '{self.method.name}' has no trainable policy; trainable: {', '.join(TRAINABLE)}")
+        if self.algorithm is not None and self.algorithm != ALGORITHM[self.method.name]:
+            raise ValueError(
+                f"algorithm: '{self.algorithm}' does not train {self.method.name}; it trains with "
+                f"'{ALGORITHM[self.method.name]}' (ppo: rumad, pg: cpp)"
+            )
+        known = reward_keys(self.method.name)
+        for key in self.reward:
+            if key not in known:
+                raise ValueError(f"reward: unknown reward weight '{key}'{closest(key, known)}; known: {', '.join(known)}")
+        REWARDS[self.method.name](**self.reward)  # ranges
+        fixed = {"checkpoint", "init_seed"} & set(self.method.args)
+        if fixed:
+            raise ValueError(
+                f"method.args.{sorted(fixed)[0]}: training starts from a fresh network seeded by ppo.seed; remove it"
+            )
+        return self
+
+
+@dataclass(frozen=True)
+class TrainSetup:
+    """A validated training: its config and the base sweep it draws rollouts from."""
+
+    cfg: TrainConfig
+    base: SweepConfig  # methods: the trained router with its fixed arguments
+    source: Path
+
+    @property
+    def out(self) -> Path:
+        return Path(self.cfg.output_dir).resolve()
+
+    @property
+    def method(self) -> Method:
+        return build_method(self.cfg.method.name, self.cfg.method.args)
+
+    @property
+    def rewards(self) -> Any:
+        """The reward coefficients: `RewardWeights` (rumad) or `CppReward` (cpp)."""
+        return REWARDS[self.cfg.method.name](**self.cfg.reward)
+
+    @property
+    def algorithm(self) -> str:
+        return self.cfg.algorithm or ALGORITHM[self.cfg.method.name]
+
+    @property
+    def updates(self) -> int:
+        """The updates a finished training has made (its algorithm's `updates`)."""
+        return self.cfg.pg.updates if self.algorithm == "pg" else self.cfg.ppo.updates
+
+    def fingerprint(self) -> str:
+        """What decides the training's course; a resumed training must match it. `ppo.updates` is left
+        out, so a finished training can be extended by raising it (and how often it is evaluated)."""
+        base = self.base.model_dump(mode="json", exclude={"output_dir", "tracking", "ray", "concurrency", "cache", "name"})
+        where = {"name", "output_dir", "tracking", "checkpoint_every", "sweep", "overrides", "eval_every", "eval_episodes"}
+        # evaluations never change the training; the other algorithm's sections do not apply (a RUMAD
+        # training's fingerprint is what it was before CPP's sections existed)
+        unused = {"pg", "cpp", "algorithm"} if self.algorithm == "ppo" else {"ppo", "policy"}
+        cfg = self.cfg.model_dump(mode="json", exclude=where | unused)
+        cfg["pg" if self.algorithm == "pg" else "ppo"].pop("updates")
+        return stable_hash({"base": base, "train": cfg})
+
+    def with_params(self, params: dict[str, Any], output_dir: str) -> TrainSetup:
+        """This training with some reward weights and router arguments replaced (a study trial's)."""
+        rk, pk = reward_keys(self.cfg.method.name), PG_TUNED if self.algorithm == "pg" else ()
+        reward = {**self.cfg.reward, **{k: v for k, v in params.items() if k in rk}}
+        args = {**self.cfg.method.args, **{k: v for k, v in params.items() if k not in rk and k not in pk}}
+        raw = self.cfg.model_dump(mode="json") | {"reward": reward, "output_dir": output_dir}
+        raw["pg"] = {**raw["pg"], **{k: v for k, v in params.items() if k in pk}}
+        raw["method"] = {"name": self.cfg.method.name, "args": args}
+        cfg = _validated(raw)
+        return TrainSetup(cfg, _base_sweep(cfg, self.source.parent), self.source)
+
+
+def _validated(raw: dict[str, Any]) -> TrainConfig:
+    try:
+        return TrainConfig.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        if err["type"] == "extra_forbidden":
+            key, where = str(err["loc"][-1]), ".".join(str(x) for x in err["loc"])
+            sections = (TrainConfig, PPOConfig, PolicyConfig, PGConfig, CppPolicyConfig)
+            known = sorted({f for section in sections for f in section.model_fields})
+            raise ConfigError(f"{where}: unknown training key{closest(key, known)}; remove it or fix its spelling") from None
+        raise ConfigError(one_line(e)) from None
+
+
+def load_train(
+    path: str | Path, sets: list[str] | None = None, base_sets: list[str] | None = None, out: str | None = None
+) -> TrainSetup:
+    """Read and validate a training config and the base sweep it names. `sets` override training keys,
+    `base_sets` are appended to its `overrides` of the base sweep, `out` replaces `output_dir`."""
+    p = Path(path)
+    raw = read_yaml(p, "a training YAML, e.g. examples/train_rumad_simulated.yaml", "sweep, method, ppo")
+    for item in sets or []:
+        apply_override(raw, item)
+    if out is not None:
+        raw["output_dir"] = out
+    if isinstance(raw.get("overrides", []), list):
+        raw["overrides"] = [*raw.get("overrides", []), *(base_sets or [])]
+    cfg = _validated(raw)
+    return TrainSetup(cfg, _base_sweep(cfg, p.parent), p)
+
+
+def _base_sweep(cfg: TrainConfig, here: Path) -> SweepConfig:
+    """The base sweep with the training's overrides and output dir, running the trained router."""
+    path = Path(cfg.sweep) if Path(cfg.sweep).is_absolute() else here / cfg.sweep
+    raw = read_yaml(path if path.is_file() else Path(cfg.sweep), "the base sweep YAML named by `sweep`", "models, agents, datasets")
+    for item in cfg.overrides:
+        try:
+            apply_override(raw, item)
+        except ConfigError as e:
+            raise ConfigError(f"overrides: {e}".replace("--set ", "")) from None
+    raw["output_dir"] = cfg.output_dir
+    raw["methods"] = [{"name": cfg.method.name, "args": dict(cfg.method.args)}]
+    try:
+        base = validate(raw)
+    except ConfigError as e:
+        raise ConfigError(f"sweep ({cfg.sweep}): {e}") from None
+    for i, ds in enumerate(base.datasets):
+        if (ds.split == "test" or ds.split.endswith(":test")) and not cfg.allow_test_split:
+            raise ConfigError(
+                f"datasets[{i}].split: '{ds.split}' is the held-out test split; train on train or dev "
+                f"(overrides: [datasets.{i}.split=train]) or set allow_test_split: true"
+            )
+    if base.rounds < 1:
+        raise ConfigError("rounds: a policy that routes debate rounds needs rounds >= 1 in the base sweep")
+    if len(base.team()) < 2:
+        raise ConfigError("agents: a policy that routes between agents needs at least 2 seats in the base sweep")
+    return base

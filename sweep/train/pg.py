@@ -1,0 +1,218 @@
+"""CPP's on-policy policy gradient (§3.2), in the CleanRL manner: one file, read top to bottom.
+
+An action is one keep/prune decision: agent i, in debate round t, on the k-th response of its order.
+Rollouts are ordinary episodes, run by `sweep.scheduler.run_tasks` on the agents it is given (the
+engine pool of `sweep run`, or in-process backends), at most `concurrency` in flight, routed by
+`debate.routers.cpp.CppPolicyRouter` around the live network (sampling every decision from the
+episode's router rng). The driver alone updates the network. Before the first update, the behaviour
+embeddings are initialised from each seat's encoded validation replies (`sweep.train.behaviour`),
+whose lengths the checkpoint keeps for truncation. Per update u:
+
+1. k_u = `pg.first_stage_k` for the first `pg.first_stage_updates` updates, then `reward.k` (the
+   two-stage schedule); the entropy coefficient is `entropy_coef * entropy_decay**(u - 1)`;
+2. draw `episodes_per_update` training items (each with its own episode seed) and run them;
+3. read every action back from the decision records (agent, query and candidate embeddings, kept),
+   score it with Table 1 and accumulate its return over appendix A's dependencies
+   (`debate.cpp_reward.returns`, a pure function of the trajectory);
+4. one gradient step on  -mean(G * log p(a)) - c_u * mean(H(p))  (with `norm_returns`, G less the
+   batch's mean return of the same (round, position) — a baseline, ours: an early action gathers more
+   dependents' rewards than a late one — scaled by the batch's std), gradients clipped at
+   `max_grad_norm`;
+5. record the state (`sweep.train.state`), then log the update's metrics to MLflow — so a training
+   killed at any moment resumes from its last update.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from rich.console import Console
+
+from debate.cpp_reward import CppReward, kept_matrix, returns
+from debate.episode import Agent
+from debate.policies.fuseglu import Pruner, PruningNet, build, load_weights
+from debate.policies.pruning import PruningArch
+from debate.routers.cpp import CppPolicyRouter, CppRouter
+from debate.trajectory import EpisodeResult
+from sweep.train import state
+from sweep.train.behaviour import behaviour
+from sweep.train.config import TrainSetup
+from sweep.train.ppo import TrainOutcome
+from sweep.train.rollouts import rollout_tasks, run_rollouts, training_items
+from sweep.train.tracking import NullTrainTracker, plot_curves
+
+
+@dataclasses.dataclass
+class Actions:
+    """One update's actions, episode after episode, in `debate.cpp_reward.index` order."""
+
+    agents: torch.Tensor
+    queries: torch.Tensor
+    candidates: torch.Tensor
+    kept: torch.Tensor
+    returns: torch.Tensor
+    slots: torch.Tensor  # each action's (round, position) as one index: its baseline's group
+    metrics: dict[str, float]
+
+
+def stage_k(setup: TrainSetup, update: int) -> float:
+    """The keep reward's k of update `update` (1-based): the two-stage schedule."""
+    pg = setup.cfg.pg
+    return pg.first_stage_k if update <= pg.first_stage_updates else float(setup.rewards.k)
+
+
+def collect(results: list[EpisodeResult], reward: CppReward) -> Actions:
+    """Every action of finished episodes with its return, and the rollout's metrics."""
+    agents, queries, cands, kept, rets, probs, slots = [], [], [], [], [], [], []
+    totals, own, owners, edges = [], 0, 0, 0
+    for res in results:
+        rewards, g = returns(res.trajectory, reward)
+        totals.append(float(rewards.sum()))
+        rets.append(g)
+        for t, rec in enumerate(res.trajectory[1:]):
+            assert rec.decision is not None
+            record, flags = rec.decision.record, kept_matrix(rec)
+            n = flags.shape[0]
+            agents.append(np.repeat(np.arange(n), n))
+            slots.append(t * n + np.tile(np.arange(n), n))
+            queries.append(np.asarray(record["_queries"]).reshape(n * n, -1))
+            cands.append(np.asarray(record["_candidates"]).reshape(n * n, -1))
+            kept.append(flags.reshape(-1))
+            probs += [entry[2] for row in record["keep"] for entry in row]
+            own, owners = own + int(flags[:, 0].sum()), owners + n
+            edges += int(flags.sum())
+    n_ep, p = max(1, len(results)), np.clip(np.asarray(probs, dtype=np.float64), 1e-9, 1 - 1e-9)
+    decisions = max(1, len(probs))
+    metrics = {
+        "episodes": float(len(results)),
+        "return": float(np.mean(totals)) if totals else 0.0,
+        "accuracy": sum(r.correct for r in results) / n_ep,
+        "accuracy_round0": sum(r.round_correct[0] for r in results) / n_ep,
+        "cost_per_task": sum(r.cost for r in results) / n_ep,
+        "tokens_per_task": sum(r.prompt_tokens + r.completion_tokens for r in results) / n_ep,
+        "kept_edges": edges / n_ep,  # the paper's "Edge": decisions kept per episode, own included
+        "keep_rate": edges / decisions,
+        "own_keep_rate": own / max(1, owners),
+        "entropy": float(np.mean(-(p * np.log(p) + (1 - p) * np.log(1 - p)))) if probs else 0.0,
+    }
+    tn = torch.from_numpy
+    return Actions(
+        tn(np.concatenate(agents)).long(), tn(np.concatenate(queries)).float(), tn(np.concatenate(cands)).float(),
+        tn(np.concatenate(kept).astype(np.float32)), tn(np.concatenate(rets)).float(), tn(np.concatenate(slots)).long(), metrics,
+    )  # fmt: skip
+
+
+def pg_update(net: PruningNet, optimizer: torch.optim.Optimizer, batch: Actions, setup: TrainSetup, ent_coef: float) -> dict[str, float]:
+    """One policy-gradient step on the batch (step 4 of the module docstring)."""
+    cfg = setup.cfg.pg
+    g = batch.returns
+    if cfg.norm_returns and len(g) > 1:  # a baseline per (round, position): later slots gather fewer rewards
+        sums = torch.zeros(int(batch.slots.max()) + 1).index_add_(0, batch.slots, g)
+        counts = torch.bincount(batch.slots, minlength=len(sums)).clamp(min=1)
+        g = g - (sums / counts)[batch.slots]
+        g = g / (g.std() + 1e-8)
+    dist = torch.distributions.Bernoulli(logits=net(batch.agents, batch.queries, batch.candidates))
+    pg_loss = -(g * dist.log_prob(batch.kept)).mean()
+    entropy = dist.entropy().mean()
+    loss = pg_loss - ent_coef * entropy
+    optimizer.zero_grad()
+    loss.backward()
+    grad = torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
+    optimizer.step()
+    return {"policy_loss": float(pg_loss.detach()), "entropy_coef": ent_coef, "grad_norm": float(grad)}
+
+
+def train(
+    setup: TrainSetup, agents: Mapping[str, Agent], tracker: Any = None, console: Console | None = None,
+    on_update: Callable[[list[dict[str, float]]], bool] | None = None,
+) -> TrainOutcome:  # fmt: skip
+    """Train (or resume training) CPP's pruning policy on `agents`; `on_update` as for PPO's `train`."""
+    return asyncio.run(train_async(setup, agents, tracker, console, on_update))
+
+
+async def train_async(
+    setup: TrainSetup, agents: Mapping[str, Agent], tracker: Any = None, console: Console | None = None,
+    on_update: Callable[[list[dict[str, float]]], bool] | None = None,
+) -> TrainOutcome:  # fmt: skip
+    """`train` inside a running event loop (a study's trial)."""
+    tracker, console = tracker or NullTrainTracker(), console or Console(stderr=True)
+    torch.set_num_threads(1)
+    cfg, params = setup.cfg.pg, setup.method.router
+    assert isinstance(params, CppRouter)
+    rng = np.random.default_rng([cfg.seed, 0xC99])
+    history: list[dict[str, float]] = []
+    latest: tuple[Path, str] | None = None
+    resume = state.load(setup)
+    if resume is not None:
+        loaded = state.restore(resume, setup.out)
+        net = PruningNet(PruningArch.from_dict(loaded.arch))
+        load_weights(net, loaded.weights)
+        rng.bit_generator.state = resume.rng
+        history, latest = resume.history, (state.checkpoint_dir(setup.out) / resume.policy_file, loaded.digest)
+        console.print(f"resumed from update {resume.update} ({resume.policy_file})")
+    else:  # 0. behaviour embeddings and output lengths from the validation questions
+        embeddings, lengths = await behaviour(setup, agents)
+        arch = PruningArch(len(lengths), embeddings.shape[1], setup.cfg.cpp.hidden, setup.cfg.cpp.encoder,
+                           tuple(setup.base.team()), lengths)  # fmt: skip
+        net = build(arch, cfg.seed, embeddings)
+    optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)
+    if resume is not None:
+        optimizer.load_state_dict(resume.optimizer)
+    tracker.sync(history)
+    start, items = len(history), training_items(setup)
+    for update in range(start + 1, cfg.updates + 1):
+        t0 = time.perf_counter()
+        k, ent_coef = stage_k(setup, update), cfg.entropy_coef * cfg.entropy_decay ** (update - 1)  # 1.
+        router = CppPolicyRouter(params, Pruner(net, f"training-u{update}"), sample=True)
+        tasks = rollout_tasks(setup, items, router, update, cfg.episodes_per_update, rng)
+        results = await run_rollouts(tasks, agents, setup.base.concurrency)  # 2.
+        batch = collect(results, dataclasses.replace(setup.rewards, k=k))  # 3.
+        losses = pg_update(net, optimizer, batch, setup, ent_coef)  # 4.
+        metrics = {"update": float(update), "k": k, **batch.metrics, **losses, "failures": float(len(tasks) - len(results))}
+        if setup.cfg.eval_every and update % setup.cfg.eval_every == 0:
+            metrics |= await evaluate(setup, net, items, agents, update)
+        metrics["seconds"] = time.perf_counter() - t0
+        history.append(metrics)
+        latest = state.save(setup, update, net, optimizer, rng, history)  # 5.
+        tracker.log_updates([metrics])
+        if update % setup.cfg.checkpoint_every == 0:
+            tracker.log_checkpoint(latest[0])
+        console.print(_line(metrics, cfg.updates), highlight=False)
+        if on_update is not None and on_update(history):
+            break
+    if latest is None:
+        latest = state.save(setup, 0, net, optimizer, rng, history)
+    final = state.finish(setup.out, latest[0])
+    curves = plot_curves(history, setup.out / "plots" / "training_curves.png", setup.cfg.name) if history else None
+    best = state.best_file(setup.out)
+    tracker.finish(final, curves, extra=[best] if best.is_file() else [])
+    return TrainOutcome(final, latest[1], history, start, tracker.run_id, best if best.is_file() else None)
+
+
+async def evaluate(setup: TrainSetup, net: PruningNet, items: list[Any], agents: Mapping[str, Agent], update: int) -> dict[str, float]:
+    """The thresholded policy (what evaluation runs) on `eval_episodes` training items and seeds,
+    the same at every evaluation, scored under the final reward (`reward.k`, whatever the stage), so
+    evaluations compare across the schedule and the best one (by eval.return) is kept."""
+    router = CppPolicyRouter(setup.method.router, Pruner(net, f"eval-u{update}"), sample=False)  # type: ignore[arg-type]
+    fixed = np.random.default_rng([setup.cfg.pg.seed, 0xE7A1])
+    tasks = rollout_tasks(setup, items, router, "eval", setup.cfg.eval_episodes, fixed)  # type: ignore[arg-type]
+    got = collect(await run_rollouts(tasks, agents, setup.base.concurrency), setup.rewards).metrics
+    return {f"eval.{key}": got[key] for key in ("return", "accuracy", "cost_per_task", "tokens_per_task", "kept_edges")}
+
+
+def _line(m: dict[str, float], updates: int) -> str:
+    """One console line per update."""
+    line = (
+        f"update {m['update']:.0f}/{updates}: return {m['return']:+.3f}  accuracy {m['accuracy']:.3f}  "
+        f"cost/task {m['cost_per_task']:.5f}  kept {m['kept_edges']:.1f}  k {m['k']:+.2f}  entropy {m['entropy']:.3f}"
+    )
+    if "eval.return" in m:
+        line += f"  | eval: return {m['eval.return']:+.3f} accuracy {m['eval.accuracy']:.3f} kept {m['eval.kept_edges']:.1f}"
+    return line

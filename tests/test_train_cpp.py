@@ -1,0 +1,193 @@
+"""`sweep train` with CPP's policy gradient: the config selects the algorithm and refuses what does not
+belong, behaviour embeddings come from the seats' validation replies, the two-stage k schedule and the
+entropy decay, a training killed mid-way resumes to the same weights, MLflow gets one run, the checkpoint
+drives `sweep run`, and RUMAD's fingerprints are what they were before CPP's sections existed."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import yaml
+
+from actors.registry import build_backend
+from debate.policies import checkpoint as ckpt
+from debate.policies.pruning import PruningArch
+from sweep.config import ConfigError
+from sweep.pool import build_agents
+from sweep.train import pg
+from sweep.train.config import TrainSetup, load_train
+
+BASE: dict[str, Any] = {
+    "models": {
+        "strong": {"engine": "simulated", "args": {"skill": 0.8, "verbosity": 4}, "price_in": 2.0, "price_out": 8.0},
+        "cheap": {"engine": "simulated", "args": {"skill": 0.4, "verbosity": 8}, "price_in": 0.1, "price_out": 0.4},
+    },
+    "agents": [{"model": "strong"}, {"model": "cheap", "count": 2}],
+    "datasets": [{"name": "arith", "split": "train", "limit": 12}],
+    "methods": ["cot"],
+    "rounds": 2,
+    "concurrency": 8,
+    "cache": False,
+}
+TRAIN: dict[str, Any] = {
+    "name": "t",
+    "sweep": "base.yaml",
+    "method": {"name": "cpp"},
+    "cpp": {"hidden": 16, "behaviour_items": 3, "behaviour_offset": 100},
+    "pg": {"updates": 3, "episodes_per_update": 6, "seed": 0, "first_stage_updates": 1, "first_stage_k": 1.0},
+    "reward": {"k": -0.5},
+    "checkpoint_every": 2,
+    "eval_every": 2,
+    "eval_episodes": 4,
+    "tracking": {"enabled": False},
+}
+
+
+def write(tmp: Path, **train_cfg: Any) -> Path:
+    (tmp / "base.yaml").write_text(yaml.safe_dump(BASE))
+    (tmp / "train.yaml").write_text(yaml.safe_dump({**TRAIN, "output_dir": str(tmp / "out"), **train_cfg}))
+    return tmp / "train.yaml"
+
+
+def agents_for(setup: TrainSetup) -> dict[str, Any]:
+    specs = {m: setup.base.models[m] for m in set(setup.base.team())}
+    return build_agents(specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None)
+
+
+def run(path: Path, *sets: str, **kw: Any) -> Any:
+    setup = load_train(path, list(sets))
+    return pg.train(setup, agents_for(setup), **kw)
+
+
+@pytest.mark.parametrize(
+    "sets, message",
+    [
+        (["algorithm=ppo"], "does not train cpp"),
+        (["reward.alpha_accuracy=1"], "unknown reward weight 'alpha_accuracy'"),
+        (["reward.k=2"], "k must be in"),
+        (["reward.gama=0.5"], "did you mean 'gamma'"),
+        (["cpp.encoder=word2vec"], "unknown encoder"),
+        (["pg.entropy_decay=0"], "pg.entropy_decay"),
+        (["pg.lrr=1"], "did you mean 'lr'"),
+    ],
+)
+def test_bad_cpp_training_configs_are_one_line_errors(tmp_path: Path, sets: list[str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_train(write(tmp_path), sets)
+
+
+def test_rumad_fingerprints_ignore_cpps_sections(tmp_path: Path) -> None:
+    rumad = {"method": {"name": "rumad", "args": {"budget": 3}}, "policy": {"hidden": 16}, "reward": {}}
+    a = load_train(write(tmp_path, **rumad))
+    b = load_train(write(tmp_path, **rumad), ["pg.lr=0.5", "cpp.hidden=3"])
+    assert a.algorithm == "ppo" and a.fingerprint() == b.fingerprint()
+    c = load_train(write(tmp_path))
+    assert c.algorithm == "pg" and c.fingerprint() != load_train(write(tmp_path), ["pg.lr=0.5"]).fingerprint()
+    assert c.fingerprint() == load_train(write(tmp_path), ["pg.updates=9", "ppo.lr=0.5"]).fingerprint()
+
+
+def test_a_training_runs_the_schedule_and_keeps_the_validation_statistics(tmp_path: Path) -> None:
+    out = run(write(tmp_path))
+    h = out.history
+    assert [x["k"] for x in h] == [1.0, -0.5, -0.5]  # the two-stage schedule
+    assert h[1]["entropy_coef"] == pytest.approx(0.01 * 0.97)
+    assert "eval.accuracy" in h[1] and "eval.accuracy" not in h[0]
+    loaded = ckpt.load(str(out.policy))
+    arch = PruningArch.from_dict(loaded.arch)
+    assert arch.seat_models == ("strong", "cheap", "cheap") and [len(x) for x in arch.output_lengths] == [3, 3, 3]
+    assert min(arch.output_lengths[1]) > max(arch.output_lengths[0]) / 4  # verbose seats write more
+    assert loaded.weights["behaviour"].shape == (3, 384)
+    assert (tmp_path / "out" / "checkpoints" / "best.npz").is_file()
+
+
+def test_behaviour_embeddings_start_from_the_encoded_validation_replies(tmp_path: Path) -> None:
+    setup = load_train(write(tmp_path))
+    import asyncio
+
+    from sweep.train.behaviour import behaviour
+
+    emb, lengths = asyncio.run(behaviour(setup, agents_for(setup)))
+    again, _ = asyncio.run(behaviour(setup, agents_for(setup)))
+    assert np.array_equal(emb, again) and emb.shape == (3, 384)
+    assert not np.allclose(emb[0], emb[1])  # seats reply differently
+    net = pg.build(PruningArch(3, hidden=16), 0, emb)
+    assert torch.equal(net.behaviour.detach(), torch.from_numpy(emb))
+
+
+def test_a_killed_training_resumes_to_the_same_weights(tmp_path: Path) -> None:
+    path = write(tmp_path)
+    whole = run(path, f"output_dir={tmp_path / 'whole'}")
+
+    class Kill(Exception):
+        pass
+
+    def stop(history: list[dict[str, float]]) -> bool:
+        if len(history) == 2:
+            raise Kill  # dies after recording update 2, like a SIGKILL between updates
+        return False
+
+    with pytest.raises(Kill):
+        run(path, f"output_dir={tmp_path / 'cut'}", on_update=stop)
+    resumed = run(path, f"output_dir={tmp_path / 'cut'}")
+    assert resumed.resumed_from == 2
+    a, b = ckpt.load(str(whole.policy)).weights, ckpt.load(str(resumed.policy)).weights
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    strip = lambda hs: [{k: v for k, v in x.items() if k != "seconds"} for x in hs]  # noqa: E731
+    assert strip(whole.history) == strip(resumed.history)
+
+
+def test_returns_of_the_batch_are_the_trajectorys(tmp_path: Path) -> None:
+    setup = load_train(write(tmp_path))
+    agents = agents_for(setup)
+    import asyncio
+
+    from debate.cpp_reward import returns
+    from sweep.train.rollouts import rollout_tasks, run_rollouts, training_items
+
+    arch = PruningArch(3, hidden=16)
+    router = pg.CppPolicyRouter(setup.method.router, pg.Pruner(pg.build(arch, 0), "t"), sample=True)  # type: ignore[arg-type]
+    tasks = rollout_tasks(setup, training_items(setup), router, 1, 3, np.random.default_rng(0))  # type: ignore[arg-type]
+    results = asyncio.run(run_rollouts(tasks, agents, 4))
+    batch = pg.collect(results, setup.rewards)
+    want = np.concatenate([returns(r.trajectory, setup.rewards)[1] for r in results])
+    np.testing.assert_allclose(batch.returns.numpy(), want, rtol=1e-6)
+    assert batch.kept.shape == (3 * 2 * 9,) and batch.queries.shape == (3 * 2 * 9, 384)
+    flipped = pg.collect(results, dataclasses.replace(setup.rewards, k=1.0))
+    assert not torch.equal(flipped.returns, batch.returns)  # k reaches the returns
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_sweep_train_on_ray_logs_one_mlflow_run_and_sweep_run_evaluates_the_policy(tmp_path: Path, ray_driver: Any) -> None:
+    from sweep.cli import main
+
+    path = write(tmp_path, tracking={"enabled": True})
+    assert main(["train", str(path), "--address", ray_driver.address]) == 0
+    import mlflow
+
+    runs = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}").search_runs(
+        [mlflow.MlflowClient(f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}").get_experiment_by_name("debate-sweep-training").experiment_id]
+    )
+    assert len(runs) == 1 and {"kept_edges", "k", "entropy_coef", "eval.accuracy"} <= set(runs[0].data.metrics)
+    sweep = {**BASE, "datasets": [{"name": "arith", "split": "test", "limit": 3}], "output_dir": str(tmp_path / "eval"),
+             "methods": [{"name": "cpp", "args": {"checkpoint": str(tmp_path / "out" / "policy.npz"), "truncate": 0.9}}]}  # fmt: skip
+    (tmp_path / "eval.yaml").write_text(yaml.safe_dump(sweep))
+    assert main(["run", str(tmp_path / "eval.yaml"), "--no-tracking", "--address", ray_driver.address]) == 0
+    import polars as pl
+
+    rounds = pl.read_parquet(tmp_path / "eval" / "rounds" / "*.parquet")
+    assert rounds.filter(pl.col("round") == 0)["max_tokens"].to_list()[0] is not None  # round 0 truncated
+    assert rounds.filter(pl.col("round") == 2)["max_tokens"].to_list()[0] is None  # the last round never
+
+
+def test_training_learns_what_its_reward_asks(tmp_path: Path) -> None:
+    """k = -1 punishes keeping a response an agent needed no help with: the keep rate must fall."""
+    sets = ["reward.k=-1", "pg.first_stage_updates=0", "pg.updates=12", "pg.episodes_per_update=8", "pg.lr=3e-3", "eval_every=0"]
+    h = run(write(tmp_path), *sets).history
+    first, last = np.mean([x["keep_rate"] for x in h[:3]]), np.mean([x["keep_rate"] for x in h[-3:]])
+    assert last < first - 0.1, (first, last)
