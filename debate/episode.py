@@ -23,7 +23,7 @@ from debate.decision import Decision
 from debate.methods import Method
 from debate.parsing import parse_reply
 from debate.phases import PHASE_CALLS, Call, initial_calls
-from debate.spec import derive_seed
+from debate.spec import SeedStream
 from debate.state import DebateState, Turn, next_view
 from debate.trajectory import EpisodeResult, build_trajectory
 from debate.vote import majority_vote
@@ -60,13 +60,13 @@ async def run_episode(
     method shares round 0 under the same seed: comparisons are paired, and a call cache pays once."""
     n = method.team_size(len(team))
     seats = [team[i % len(team)] for i in range(n)]
-    rng = np.random.default_rng(derive_seed(seed, dataset, sample.id, "router", method.spec.identity()))
+    seeds = SeedStream(seed, dataset, sample.id)  # the episode's part of every seed, canonicalised once
+    rng = np.random.default_rng(seeds("router", method.spec.identity()))
     # Per-episode draws (PEAR's base graph) do not depend on the method: paired across methods.
-    state = DebateState(n=n, routing_seed=derive_seed(seed, dataset, sample.id, "routing"))
-    call_seed = lambda r, i, phase: derive_seed(seed, dataset, sample.id, r, i, phase)  # noqa: E731
+    state = DebateState(n=n, routing_seed=seeds("routing"))
     style = method.prompt_style
 
-    turns = await _respond(initial_calls(sample, n, style), seats, None, sample, grader, 0, call_seed, style)
+    turns = await _respond(initial_calls(sample, n, style), seats, None, sample, grader, 0, seeds, style)
     state = state.advance(tuple(next_view(None, t) for t in turns), tuple(turns), None)
 
     for r in range(1, method.num_rounds(rounds) + 1):
@@ -76,7 +76,7 @@ async def run_episode(
         done: list[Turn] = []
         for phase in method.phases:
             calls = PHASE_CALLS[phase](sample, state, decision, done, style)
-            done += await _respond(calls, seats, decision, sample, grader, r, call_seed, style)
+            done += await _respond(calls, seats, decision, sample, grader, r, seeds, style)
         answered = {t.agent: t for t in done if t.phase == method.phases[-1]}
         views = tuple(next_view(v, answered[i]) if i in answered else v for i, v in enumerate(state.latest))
         state = state.advance(views, tuple(done), decision)
@@ -112,7 +112,7 @@ async def _respond(
     sample: Sample,
     grader: Grader,
     r: int,
-    call_seed: Any,
+    call_seed: SeedStream,  # (round, agent, phase) -> the call's seed
     style: str,
 ) -> list[Turn]:
     """Send a round's calls concurrently, one batch per distinct backend, and parse the replies."""

@@ -121,11 +121,8 @@ def _plan_table(cfg: SweepConfig, plan: object) -> Table:
     table = Table(title=f"plan: {cfg.name} (sweep id {cfg.identity()})")
     for col in ("method", "dataset", "seed", "agents", "rounds", "episodes", "calls"):
         table.add_column(col)
-    counts: dict[str, int] = {}
-    for t in plan.tasks:
-        counts[t.group.key] = counts.get(t.group.key, 0) + 1
     for g in plan.groups:
-        n = counts.get(g.key, 0)
+        n = len(g.samples)
         table.add_row(
             g.method.spec.label(),
             f"{g.dataset.name}/{g.dataset.split}",
@@ -133,7 +130,7 @@ def _plan_table(cfg: SweepConfig, plan: object) -> Table:
             str(len(g.seats)),
             str(g.rounds),
             str(n),
-            str(n * len(g.seats) * (1 + g.rounds * len(g.method.phases))),
+            str(n * g.calls()),
         )
     return table
 
