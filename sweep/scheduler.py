@@ -1,12 +1,15 @@
-"""Runs many episodes at once as asyncio tasks on the driver, each awaiting the shared engine actors,
-and hands every finished episode to a callback straight away (`sweep.records.Recorder` writes it to
-Parquet; a study also scores its trial with it; a trainer collects the trajectory)."""
+"""Runs many episodes at once as asyncio tasks on the driver, each awaiting the shared engines, and
+hands every finished episode to a callback straight away (`sweep.records.Recorder` writes it to
+Parquet; a study also scores its trial with it; a trainer collects the trajectory).
+
+A fixed pool of `concurrency` workers pulls episodes from the (lazy) task iterator: memory holds the
+episodes in flight, never one coroutine per episode of the sweep."""
 
 from __future__ import annotations
 
 import asyncio
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from data.graders import grader_for
@@ -45,27 +48,22 @@ async def run_one(task: EpisodeTask, agents: Mapping[str, Agent]) -> tuple[Episo
 
 
 async def run_tasks(
-    tasks: Sequence[EpisodeTask],
+    tasks: Iterable[EpisodeTask],
     agents: Mapping[str, Agent],
     on_episode: OnEpisode,
     concurrency: int,
     on_progress: Callable[[RunStats], None] = lambda s: None,
+    total: int | None = None,
 ) -> RunStats:
     """Run `tasks` with at most `concurrency` episodes in flight, calling `on_episode` for each one
     that finishes. A failing episode is recorded and skipped (nothing is handed on, so a rerun
-    retries it); the others go on."""
-    stats = RunStats(total=len(tasks))
-    sem = asyncio.Semaphore(concurrency)
+    retries it); the others go on. `total` (for the progress bar) defaults to `len(tasks)`."""
+    if total is None:
+        total = len(tasks) if hasattr(tasks, "__len__") else 0
+    stats = RunStats(total=total)
+    pending = iter(tasks)
 
-    async def one(task: EpisodeTask) -> None:
-        async with sem:
-            try:
-                result, diagnostics = await run_one(task, agents)
-            except Exception as e:  # an engine error must not take the other episodes down
-                stats.failures.append(f"{task.episode_id}: {type(e).__name__}: {e}")
-                if len(stats.failures) == 1:
-                    traceback.print_exc()
-                return
+    def record(task: EpisodeTask, result: EpisodeResult, diagnostics: Diagnostics) -> None:
         on_episode(task, result, diagnostics)
         stats.done += 1
         stats.correct += int(result.correct)
@@ -73,5 +71,17 @@ async def run_tasks(
         stats.calls += result.calls
         on_progress(stats)
 
-    await asyncio.gather(*(one(t) for t in tasks))
+    async def worker() -> None:
+        # Workers share one iterator; `next` never awaits, so no two workers take the same task.
+        for task in pending:
+            try:
+                result, diagnostics = await run_one(task, agents)
+            except Exception as e:  # an engine error must not take the other episodes down
+                stats.failures.append(f"{task.episode_id}: {type(e).__name__}: {e}")
+                if len(stats.failures) == 1:
+                    traceback.print_exc()
+                continue
+            record(task, result, diagnostics)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
     return stats
