@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -78,14 +79,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)  # plain print: one line, never wrapped
         return 2
-    return _run(cfg, args, out, err)
+    return _run(cfg, plan, args, out, err)  # the plan is built once
 
 
-def _run(cfg: SweepConfig, args: argparse.Namespace, out: Console, err: Console) -> int:
+def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, err: Console) -> int:
     from sweep.runner import run_sweep, summary_table
 
     try:
-        outcome = run_sweep(cfg, tracking_uri=args.tracking_uri, address=args.address, console=err)
+        outcome = run_sweep(cfg, plan, tracking_uri=args.tracking_uri, address=args.address, console=err)
     except KeyboardInterrupt:
         err.print("interrupted: finished episodes are stored; rerun the same command to continue")
         return 1

@@ -108,6 +108,11 @@ class Tracking(_Strict):
 class RayOptions(_Strict):
     address: str | None = None  # default: RAY_ADDRESS, else a private local Ray on 127.0.0.1
     num_cpus: int | None = Field(None, ge=1)  # for a local Ray only
+    # Engines in the driver process instead of Ray actors. None: the simulated engine in-process,
+    # every other engine in Ray actors; true: all in-process (one machine); false: all in Ray actors.
+    in_process: bool | None = None
+    start_timeout_s: float = Field(300.0, gt=0)  # Ray start-up, all attempts together
+    start_attempts: int = Field(3, ge=1)
 
 
 class SweepConfig(_Strict):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from rich.progress import (
 from rich.table import Table
 
 from sweep.config import SweepConfig
-from sweep.plan import Plan, build_plan
+from sweep.plan import EpisodeTask, Group, Plan, build_plan
 from sweep.pool import EnginePool
 from sweep.records import Recorder
 from sweep.results import BufferedWriter, ResultStore
@@ -62,12 +63,16 @@ def run_sweep(
     write_resolved_config(cfg, out)
     store = ResultStore(out)
     done = store.done_ids()
-    todo = [t for t in plan.tasks if t.episode_id not in done]
-    outcome = SweepOutcome(out, len(plan.tasks), len(plan.tasks) - len(todo), None, None, None)
-    if not todo:
+    # Per group, how many of its episodes are still to run; the tasks themselves are made lazily.
+    left = {g.key: sum(t.episode_id not in done for t in g.tasks()) for g in plan.groups}
+    n_todo = sum(left.values())
+    outcome = SweepOutcome(out, len(plan.tasks), len(plan.tasks) - n_todo, None, None, None)
+    if not n_todo:
         console.print(f"[green]all {len(plan.tasks)} episodes are already done[/]: no model call made")
     else:
-        outcome.stats = _run_episodes(cfg, todo, store, address, console)
+        groups = [g for g in plan.groups if left[g.key]]
+        todo = (t for g in groups for t in g.tasks() if t.episode_id not in done)
+        outcome.stats = _run_episodes(cfg, groups, todo, n_todo, store, address, console)
 
     tracker = sweep_tracker(cfg, tracking_uri)
     outcome.tracking_uri = tracker.uri
@@ -77,10 +82,16 @@ def run_sweep(
 
 
 def _run_episodes(
-    cfg: SweepConfig, todo: list[Any], store: ResultStore, address: str | None, console: Console
+    cfg: SweepConfig,
+    groups: list[Group],
+    todo: Iterator[EpisodeTask],
+    n_todo: int,
+    store: ResultStore,
+    address: str | None,
+    console: Console,
 ) -> RunStats:
-    used = sorted({m for t in todo for m in t.group.seats})
-    math = any(t.sample.kind == "math" for t in todo)
+    used = sorted({m for g in groups for m in g.seats})
+    math = any(s.kind == "math" for g in groups for s in g.samples)
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -94,13 +105,13 @@ def _run_episodes(
         Progress(*columns, console=console, transient=False) as bar,
         BufferedWriter(store) as writer,
     ):
-        task_id = bar.add_task("episodes", total=len(todo), acc=0.0, tokens=0)
+        task_id = bar.add_task("episodes", total=n_todo, acc=0.0, tokens=0)
 
         def show(s: RunStats) -> None:
             bar.update(task_id, completed=s.done, acc=s.accuracy, tokens=s.tokens)
 
         record = Recorder(writer, cfg.identity(), pool.simulated)
-        stats = asyncio.run(run_tasks(todo, pool.agents, record, cfg.concurrency, on_progress=show))
+        stats = asyncio.run(run_tasks(todo, pool.agents, record, cfg.concurrency, show, n_todo))
     if pool.cache is not None:
         stats.cache_hits = pool.cache.hits
         console.print(pool.cache_line())

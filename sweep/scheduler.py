@@ -20,6 +20,10 @@ from sweep.plan import EpisodeTask
 OnEpisode = Callable[[EpisodeTask, EpisodeResult, Diagnostics], None]
 
 
+class FatalError(RuntimeError):
+    """An error that stops the whole run (an engine that cannot start), not just one episode."""
+
+
 @dataclass
 class RunStats:
     """Running totals, shown by the progress bar and the summary."""
@@ -76,6 +80,8 @@ async def run_tasks(
         for task in pending:
             try:
                 result, diagnostics = await run_one(task, agents)
+            except FatalError:
+                raise
             except Exception as e:  # an engine error must not take the other episodes down
                 stats.failures.append(f"{task.episode_id}: {type(e).__name__}: {e}")
                 if len(stats.failures) == 1:
