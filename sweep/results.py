@@ -108,6 +108,10 @@ class ResultStore:
         """Committed part names, oldest first (names start with a UTC timestamp)."""
         return sorted(p.name for p in self.episodes_dir.glob(_PART_GLOB))
 
+    def part_names(self) -> list[str]:
+        """Committed part names, oldest first: the same name in `episodes/`, `turns/`, `rounds/`."""
+        return self._committed()
+
     def recover(self) -> list[Path]:
         """Delete orphan turn and round parts and temp files older than the grace period; returns what
         was deleted."""
@@ -160,9 +164,17 @@ class ResultStore:
         rows = rows.join(episodes.select("episode_id", _PART_COL), on=["episode_id", _PART_COL], how="semi")
         return episodes.drop(_PART_COL), rows.drop(_PART_COL)
 
-    def episodes(self) -> pl.DataFrame:
-        """All committed episode rows, one per episode_id (the earliest part wins)."""
-        return self._read_with(self.turns_dir, TURN_SCHEMA)[0]
+    def episodes(self, columns: Sequence[str] | None = None) -> pl.DataFrame:
+        """All committed episode rows, one per episode_id (the earliest part wins); only `columns`
+        (plus `episode_id`) when given. Reads no turns."""
+        names = self._committed()
+        schema = EPISODE_SCHEMA
+        if columns is not None:
+            keep = ["episode_id", *(c for c in columns if c != "episode_id")]
+            schema = pa.schema([EPISODE_SCHEMA.field(c) for c in keep])
+        episodes = pl.from_arrow(self._read(self.episodes_dir, names, schema))
+        assert isinstance(episodes, pl.DataFrame)
+        return episodes.unique(subset="episode_id", keep="first", maintain_order=True).drop(_PART_COL)
 
     def turns(self) -> pl.DataFrame:
         """The turn rows of the episode rows `episodes()` returns."""

@@ -118,32 +118,48 @@ def _run_episodes(
     return stats
 
 
+_SUMMED = ("correct", "prompt_tokens", "completion_tokens", "calls", "cost", "parse_failures", "cache_hits")
+
+
 def summarize(plan: Plan, store: ResultStore) -> list[dict[str, Any]]:
     """Per (method spec, dataset): episodes, accuracy (mean over seeds' episodes), tokens and calls per task."""
-    episodes = store.episodes()
+    keys: dict[tuple[str, str], int] = {}  # in plan order
+    ids: list[str] = []
+    which: list[int] = []
+    for g in plan.groups:
+        k = keys.setdefault((g.method.label, f"{g.dataset.name}/{g.dataset.split}"), len(keys))
+        for s in g.samples:
+            ids.append(g.episode_id(s))
+            which.append(k)
+    planned = pl.DataFrame({"episode_id": ids, "_key": which}, schema={"episode_id": pl.String, "_key": pl.Int64})
+    mine = planned.join(store.episodes(_SUMMED), on="episode_id")
+    agg = mine.group_by("_key").agg(
+        pl.len().alias("episodes"),
+        pl.col("correct").mean().alias("accuracy"),
+        (pl.col("prompt_tokens") + pl.col("completion_tokens")).mean().alias("tokens/task"),
+        pl.col("calls").mean().alias("calls/task"),
+        pl.col("cost").mean().alias("cost/task"),
+        pl.col("parse_failures").sum().alias("parse_fail"),
+        pl.col("cache_hits").sum().alias("cache_hits"),
+    )
+    by_key = {r["_key"]: r for r in agg.to_dicts()}
     rows = []
-    seen: dict[tuple[str, str], list[str]] = {}
-    for t in plan.tasks:
-        seen.setdefault(
-            (t.group.method.label, f"{t.group.dataset.name}/{t.group.dataset.split}"), []
-        ).append(t.episode_id)
-    for (method, dataset), ids in seen.items():
-        ep = episodes.filter(pl.col("episode_id").is_in(ids))
-        if ep.height == 0:
-            continue
-        rows.append(
-            {
-                "method": method,
-                "dataset": dataset,
-                "episodes": ep.height,
-                "accuracy": float(ep["correct"].mean()),  # type: ignore[arg-type]
-                "tokens/task": float((ep["prompt_tokens"] + ep["completion_tokens"]).mean()),  # type: ignore[arg-type]
-                "calls/task": float(ep["calls"].mean()),  # type: ignore[arg-type]
-                "cost/task": float(ep["cost"].mean()),  # type: ignore[arg-type]
-                "parse_fail": int(ep["parse_failures"].sum()),
-                "cache_hits": int(ep["cache_hits"].sum()),
-            }
-        )
+    for (method, dataset), k in keys.items():
+        if k in by_key:
+            r = by_key[k]
+            rows.append(
+                {
+                    "method": method,
+                    "dataset": dataset,
+                    "episodes": int(r["episodes"]),
+                    "accuracy": float(r["accuracy"]),
+                    "tokens/task": float(r["tokens/task"]),
+                    "calls/task": float(r["calls/task"]),
+                    "cost/task": float(r["cost/task"]),
+                    "parse_fail": int(r["parse_fail"]),
+                    "cache_hits": int(r["cache_hits"]),
+                }
+            )
     return rows
 
 
