@@ -84,6 +84,10 @@ def _number_in(segment: str, last: bool, bare_prefix: bool = False) -> str | Non
     chosen = _last_number(segment) if last else next(_NUMBER.finditer(segment), None)
     if chosen is None or (bare_prefix and any(c.isalpha() for c in segment[: chosen.start()])):
         return None
+    if chosen["int"] and not (chosen["dec"] or chosen["exp"] or chosen["den"]):
+        whole = chosen["int"].replace(",", "")  # a plain integer: what `format_fraction` would write
+        if len(whole) <= MAX_DIGITS + 1:
+            return str(-int(whole) if chosen["sign"] == "-" else int(whole))
     value = _value(chosen)
     return None if value is None else format_fraction(value)
 

@@ -112,6 +112,8 @@ def _run_episodes(
 
         record = Recorder(writer, cfg.identity(), pool.simulated)
         stats = asyncio.run(run_tasks(todo, pool.agents, record, cfg.concurrency, show, n_todo))
+    rate = f" ({stats.calls / stats.wall_s:,.0f} calls/s)" if stats.wall_s > 0 else ""
+    console.print(f"{stats.done} episodes, {stats.calls:,} calls in {stats.wall_s:.1f} s{rate}")
     if pool.cache is not None:
         stats.cache_hits = pool.cache.hits
         console.print(pool.cache_line())

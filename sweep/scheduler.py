@@ -8,6 +8,7 @@ episodes in flight, never one coroutine per episode of the sweep."""
 from __future__ import annotations
 
 import asyncio
+import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ class RunStats:
     calls: int = 0
     cache_hits: int = 0
     failures: list[str] = field(default_factory=list)
+    wall_s: float = 0.0  # from the first episode's start to the last one's end
 
     @property
     def accuracy(self) -> float:
@@ -89,5 +91,7 @@ async def run_tasks(
                 continue
             record(task, result, diagnostics)
 
+    started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    stats.wall_s = time.perf_counter() - started
     return stats
