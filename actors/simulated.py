@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from bisect import bisect_right
 import math
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache, partial

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from actors.base import Backend, ChatRequest, Completion
 from debate.spec import canonical_json, hash_text
@@ -209,7 +209,7 @@ class CachedBackend:
         return dataclasses.replace(hit, cache_hit=True, latency_s=0.0)  # the original call's counts
 
 
-def _connect(path: Path, isolation_level: str | None = None) -> sqlite3.Connection:
+def _connect(path: Path, isolation_level: Literal["DEFERRED"] | None = None) -> sqlite3.Connection:
     db = sqlite3.connect(path, isolation_level=isolation_level, check_same_thread=False, timeout=30.0)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")

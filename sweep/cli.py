@@ -41,7 +41,15 @@ def _parser() -> argparse.ArgumentParser:
     data_cli.add_parser(sub)
     study_cli.add_parser(sub)
     with_config("validate", "check a config; changes nothing")
-    with_config("plan", "show the expanded grid with episode and call counts; changes nothing")
+    plan_cmd = with_config("plan", "show the expanded grid with episode and call counts; changes nothing")
+    plan_cmd.add_argument(
+        "--estimate",
+        nargs="?",
+        const="",
+        metavar="CURVE",
+        help="also estimate tokens and GPU-hours on a throughput profile (a YAML batch curve; default: "
+        "an 8B model on one H100-class GPU, modelled)",
+    )
     run = with_config("run", "run every episode not stored yet, then log to MLflow")
     run.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else a local Ray)")
     run.add_argument(
@@ -73,6 +81,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             out.print(
                 f"{len(plan.groups)} groups, {len(plan.tasks)} episodes, up to {plan.calls()} model calls"
             )
+            if args.estimate is not None:
+                from sweep.estimate import estimate, estimate_lines, load_curve
+
+                for line in estimate_lines(estimate(cfg, load_curve(args.estimate), plan)):
+                    out.print(line, highlight=False)
             return 0
         if args.no_tracking:
             cfg = cfg.model_copy(update={"tracking": cfg.tracking.model_copy(update={"enabled": False})})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sized
 from dataclasses import dataclass, field
 
 from data.graders import grader_for
@@ -65,7 +65,7 @@ async def run_tasks(
     that finishes. A failing episode is recorded and skipped (nothing is handed on, so a rerun
     retries it); the others go on. `total` (for the progress bar) defaults to `len(tasks)`."""
     if total is None:
-        total = len(tasks) if hasattr(tasks, "__len__") else 0
+        total = len(tasks) if isinstance(tasks, Sized) else 0
     stats = RunStats(total=total)
     pending = iter(tasks)
 

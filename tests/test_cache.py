@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
