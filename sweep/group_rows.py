@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
@@ -57,34 +58,44 @@ def _parts(store: ResultStore, table: str, names: list[str]) -> Iterator[tuple[i
     directory = store.out_dir / table
     for i, name in enumerate(names):
         path = directory / name
-        if path.exists():  # parts committed before `rounds/` existed have no rounds part
+        if name and path.exists():  # parts committed before `rounds/` existed have no rounds part
             frame = pl.from_arrow(pq.read_table(path, schema=TABLES[table]))
             assert isinstance(frame, pl.DataFrame)
             yield i, frame
 
 
-def split_by_group(store: ResultStore, rows: pl.DataFrame, groups: Iterable[int], out: Path) -> dict[int, Path]:
+def split_by_group(
+    store: ResultStore, rows: pl.DataFrame, groups: Iterable[int], out: Path, open_files: int = 8
+) -> dict[int, Path]:
     """Write `out/<group>/{episodes,turns,rounds}.parquet` for each of `groups`, from the stored
-    episodes in `rows` (`stored_by_group`); returns each group's folder."""
+    episodes in `rows` (`stored_by_group`); returns each group's folder. At most `open_files`
+    Parquet writers are open at once (each holds its encoders' buffers): groups go in chunks, and
+    a chunk reads only the parts holding its episodes."""
     groups = sorted(set(groups))
     folders = {g: out / str(g) for g in groups}
-    wanted = rows.filter(pl.col("_group").is_in(groups))
     names = store.part_names()
-    with ExitStack() as stack:
-        for table, schema in TABLES.items():
-            target = _polars_schema(schema)
-            writers = {}
-            for g, folder in folders.items():
-                folder.mkdir(parents=True, exist_ok=True)
-                writer = pq.ParquetWriter(folder / f"{table}.parquet", target, compression="zstd")
-                writers[g] = stack.enter_context(writer)
-            by_part = wanted.partition_by("_part", as_dict=True, include_key=False)
-            for i, frame in _parts(store, table, names):
-                mine = by_part.get((i,))
-                if mine is None:
-                    continue
-                # Only rows of the part whose episode row was kept count (as `ResultStore` reads them).
-                frame = frame.join(mine, on="episode_id", how="inner", maintain_order="left")
-                for (g,), sub in frame.partition_by("_group", as_dict=True, include_key=False).items():
-                    writers[int(g)].write_table(sub.to_arrow().cast(target))
+    wanted = rows.filter(pl.col("_group").is_in(groups))
+    for start in range(0, len(groups), max(1, open_files)):
+        chunk = groups[start : start + max(1, open_files)]
+        mine = wanted.filter(pl.col("_group").is_in(chunk))
+        by_part = mine.partition_by("_part", as_dict=True, include_key=False)
+        for table in TABLES:
+            _write_chunk(store, table, names, by_part, {g: folders[g] for g in chunk})
     return folders
+
+
+def _write_chunk(
+    store: ResultStore, table: str, names: list[str], by_part: dict[Any, pl.DataFrame], folders: dict[int, Path]
+) -> None:
+    target = _polars_schema(TABLES[table])
+    with ExitStack() as stack:
+        writers = {}
+        for g, folder in folders.items():
+            folder.mkdir(parents=True, exist_ok=True)
+            writers[g] = stack.enter_context(pq.ParquetWriter(folder / f"{table}.parquet", target, compression="zstd"))
+        parts = [names[i] if (i,) in by_part else "" for i in range(len(names))]
+        for i, frame in _parts(store, table, parts):
+            # Only rows of the part whose episode row was kept count (as `ResultStore` reads them).
+            frame = frame.join(by_part[(i,)], on="episode_id", how="inner", maintain_order="left")
+            for (g,), sub in frame.partition_by("_group", as_dict=True, include_key=False).items():
+                writers[int(g)].write_table(sub.to_arrow().cast(target))
