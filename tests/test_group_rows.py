@@ -23,7 +23,7 @@ def round_row(eid: str, r: int) -> dict[str, object]:
 @pytest.fixture
 def store(tmp_path: Path) -> ResultStore:
     store = ResultStore(tmp_path / "out")
-    for part, ids in enumerate((["a1", "b1", "a2"], ["b2", "a1", "c1"], ["a3"])):  # a1 twice: part 0 wins
+    for part, ids in enumerate((["a1", "b1", "a2"], ["b2", "a1", "a4", "c1"], ["a3"])):  # a1 twice: part 0 wins
         text = f"part{part}"
         store.append(
             [episode(e) for e in ids],
@@ -34,7 +34,7 @@ def store(tmp_path: Path) -> ResultStore:
 
 
 def test_each_groups_tables_are_the_whole_tables_filtered(store: ResultStore, tmp_path: Path) -> None:
-    groups = {"a1": 0, "a2": 0, "a3": 0, "b1": 1, "b2": 1, "c1": 2}
+    groups = {"a1": 0, "a2": 0, "a3": 0, "a4": 0, "b1": 1, "b2": 1, "c1": 2}
     mapping = pl.DataFrame({"episode_id": list(groups), "_group": list(groups.values())})
     rows = kept(store).join(mapping, on="episode_id")
     folders = split_by_group(store, rows, [0, 1], tmp_path / "split", open_files=1)  # chunks of one
@@ -55,6 +55,6 @@ def test_each_groups_tables_are_the_whole_tables_filtered(store: ResultStore, tm
 def test_episodes_are_read_without_the_turns(store: ResultStore) -> None:
     shutil.rmtree(store.turns_dir)
     shutil.rmtree(store.rounds_dir)
-    assert store.episodes()["episode_id"].to_list() == ["a1", "b1", "a2", "b2", "c1", "a3"]
+    assert store.episodes()["episode_id"].to_list() == ["a1", "b1", "a2", "b2", "a4", "c1", "a3"]
     narrow = store.episodes(["correct"])
-    assert narrow.columns == ["episode_id", "correct"] and narrow.height == 6
+    assert narrow.columns == ["episode_id", "correct"] and narrow.height == 7
