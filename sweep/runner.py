@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,13 +22,13 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from sweep import receipt
 from sweep.config import SweepConfig
 from sweep.plan import EpisodeTask, Group, Plan, build_plan
 from sweep.pool import EnginePool
 from sweep.records import Recorder
 from sweep.results import BufferedWriter, ResultStore
 from sweep.scheduler import RunStats, run_tasks
-from sweep.tracking import sweep_tracker
 
 
 @dataclass
@@ -74,11 +75,32 @@ def run_sweep(
         todo = (t for g in groups for t in g.tasks() if t.episode_id not in done)
         outcome.stats = _run_episodes(cfg, groups, todo, n_todo, store, address, console)
 
-    tracker = sweep_tracker(cfg, tracking_uri)
-    outcome.tracking_uri = tracker.uri
-    outcome.parent_run_id = tracker.log_sweep(cfg, plan, store, outcome.stats)
+    _track(cfg, plan, store, outcome, tracking_uri, console)
     outcome.summary = summarize(plan, store)
     return outcome
+
+
+def _track(
+    cfg: SweepConfig, plan: Plan, store: ResultStore, outcome: SweepOutcome, uri: str | None, console: Console
+) -> None:
+    """Log the sweep to MLflow, unless nothing ran and the store's receipt says MLflow has it all
+    already (`sweep.receipt`): then MLflow is not even imported."""
+    if not cfg.tracking.enabled:
+        return
+    out = Path(cfg.output_dir).resolve()
+    uri = uri or cfg.tracking.uri or receipt.default_tracking_uri(out)
+    facts = (out, uri, cfg.tracking.experiment, cfg.identity())
+    if outcome.stats is None and (parent := receipt.fresh(*facts, store.part_names())) is not None:
+        console.print("mlflow: up to date (nothing new since it was logged)")
+        outcome.tracking_uri, outcome.parent_run_id = uri, parent
+        return
+    from sweep.tracking import sweep_tracker
+
+    tracker = sweep_tracker(cfg, uri)
+    outcome.tracking_uri = tracker.uri
+    outcome.parent_run_id = tracker.log_sweep(cfg, plan, store, outcome.stats)
+    if outcome.parent_run_id is not None and not (outcome.stats and outcome.stats.failures):
+        receipt.write(*facts, store.part_names(), outcome.parent_run_id)
 
 
 def _run_episodes(
@@ -111,6 +133,9 @@ def _run_episodes(
             bar.update(task_id, completed=s.done, acc=s.accuracy, tokens=s.tokens)
 
         record = Recorder(writer, cfg.identity(), pool.simulated)
+        started = seconds_since_start()
+        if started is not None:
+            console.print(f"first episodes start {started:.1f} s after the command started")
         stats = asyncio.run(run_tasks(todo, pool.agents, record, cfg.concurrency, show, n_todo))
     rate = f" ({stats.calls / stats.wall_s:,.0f} calls/s)" if stats.wall_s > 0 else ""
     console.print(f"{stats.done} episodes, {stats.calls:,} calls in {stats.wall_s:.1f} s{rate}")
@@ -121,6 +146,16 @@ def _run_episodes(
 
 
 _SUMMED = ("correct", "prompt_tokens", "completion_tokens", "calls", "cost", "parse_failures", "cache_hits")
+
+
+def seconds_since_start() -> float | None:
+    """Seconds since this process started (Linux /proc; None elsewhere)."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return uptime - ticks / os.sysconf("SC_CLK_TCK")
 
 
 def summarize(plan: Plan, store: ResultStore) -> list[dict[str, Any]]:

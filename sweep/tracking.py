@@ -25,6 +25,7 @@ from mlflow.utils.validation import (
 from sweep.config import SweepConfig
 from sweep.metrics import diagnostic_metrics, group_metrics
 from sweep.plan import Plan
+from sweep.receipt import default_tracking_uri
 from sweep.results import ResultStore
 from sweep.scheduler import RunStats
 
@@ -34,14 +35,6 @@ TAG_GROUP = "debate_sweep.group"
 TAG_N_EPISODES = "debate_sweep.n_episodes"
 TAG_PARENT = "mlflow.parentRunId"
 TAG_RUN_NAME = "mlflow.runName"
-
-
-def default_tracking_uri(out_dir: Path) -> str:
-    """MLFLOW_TRACKING_URI if set, else a sqlite file in `out_dir` (absolute, so the CWD never matters)."""
-    env = os.environ.get("MLFLOW_TRACKING_URI")
-    if env:
-        return env
-    return f"sqlite:///{Path(out_dir).resolve() / 'mlflow.db'}"
 
 
 def flatten_params(d: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
