@@ -158,13 +158,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = layers(cfg, out, not a.no_ray)
     finally:
         shutil.rmtree(out, ignore_errors=True)
-    print(f"{'layer':14s} {'calls':>8s} {'wall s':>8s} {'cpu s':>7s} {'calls/s':>9s} {'ms/call':>8s} {'+ms/call':>9s}")
-    previous = 0.0
+    print(
+        f"{'layer':14s} {'calls':>8s} {'wall s':>8s} {'cpu s':>7s} {'calls/s':>9s} {'ms/call':>8s} "
+        f"{'+ms/call':>9s} {'cpu ms/call':>12s} {'+cpu':>7s}"
+    )
+    previous, previous_cpu = 0.0, 0.0
     for name, (calls, wall, cpu) in rows:
-        ms = 1000 * wall / calls
+        ms, cpu_ms = 1000 * wall / calls, 1000 * cpu / calls
         added = "" if name == "sweep run" else f"{ms - previous:+9.3f}"
-        print(f"{name:14s} {calls:8d} {wall:8.2f} {cpu:7.2f} {calls / wall:9.0f} {ms:8.3f} {added}")
-        previous = ms if name != "sweep run" else previous
+        added_cpu = "" if name == "sweep run" else f"{cpu_ms - previous_cpu:+7.3f}"
+        print(
+            f"{name:14s} {calls:8d} {wall:8.2f} {cpu:7.2f} {calls / wall:9.0f} {ms:8.3f} {added:>9s} "
+            f"{cpu_ms:12.3f} {added_cpu:>7s}"
+        )
+        if name != "sweep run":
+            previous, previous_cpu = ms, cpu_ms
     print(f"load average after: {os.getloadavg()[0]:.2f} (1 min)")
     return 0
 
