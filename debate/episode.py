@@ -132,7 +132,10 @@ async def _respond(
         for i, completion in zip(idxs, done, strict=True):
             outputs[i] = completion
 
-    await asyncio.gather(*(run_group(idxs) for idxs in groups.values()))
+    if len(groups) == 1:  # one engine (the usual team): no task to make, no gather to wait on
+        await run_group(next(iter(groups.values())))
+    else:
+        await asyncio.gather(*(run_group(idxs) for idxs in groups.values()))
     return [
         _turn(c, seats[c.agent], out, grader, r, req.seed)
         for c, out, req in zip(calls, outputs, requests, strict=True)

@@ -19,6 +19,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sweep.part_writer import PartWriter
 from sweep.schema import EPISODE_SCHEMA, ROUND_SCHEMA, TURN_SCHEMA
 
 __all__ = ["EPISODE_SCHEMA", "ROUND_SCHEMA", "TURN_SCHEMA", "BufferedWriter", "ResultStore"]
@@ -187,7 +188,11 @@ class ResultStore:
 
 class BufferedWriter:
     """Buffers finished episodes and appends them to a `ResultStore` as one part once `max_episodes`
-    are waiting or the oldest has waited `max_seconds` (checked on `add` and `flush_if_due`)."""
+    are waiting or the oldest has waited `max_seconds` (checked on `add` and `flush_if_due`).
+
+    `background=True`: parts are written by one worker thread (compression and fsync off the
+    caller's thread), at most one part queued behind the one being written; `flush` and `close`
+    wait for them, and a failed write is raised by the next `add`, `flush` or `close`."""
 
     def __init__(
         self,
@@ -195,9 +200,11 @@ class BufferedWriter:
         max_episodes: int = 64,
         max_seconds: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        background: bool = False,
     ) -> None:
         if max_episodes < 1:
             raise ValueError("max_episodes must be >= 1")
+        self._worker = PartWriter(store) if background else None
         self.store = store
         self.max_episodes = max_episodes
         self.max_seconds = max_seconds
@@ -242,22 +249,31 @@ class BufferedWriter:
             return False
 
     def flush(self) -> None:
-        """Write everything buffered as one part."""
+        """Write everything buffered as one part (and wait for the parts being written)."""
         with self._lock:
             self._flush()
+            if self._worker is not None:
+                self._worker.wait()
 
     def _flush(self) -> None:
         if self._episodes:
-            self.store.append(self._episodes, self._turns, self._rounds)
-        # Cleared only after a successful append: a failed write keeps the rows for the next try.
+            if self._worker is not None:
+                self._worker.submit(self._episodes, self._turns, self._rounds)
+            else:
+                self.store.append(self._episodes, self._turns, self._rounds)
+        # Cleared only after a successful append (or hand-over): a failed write keeps the rows for the next try.
         self._episodes, self._turns, self._rounds, self._since = [], [], [], None
 
     def close(self) -> None:
         """Flush and refuse further rows."""
         with self._lock:
             if not self._closed:
-                self._flush()
                 self._closed = True
+                try:
+                    self._flush()
+                finally:
+                    if self._worker is not None:
+                        self._worker.stop()
 
     def __enter__(self) -> BufferedWriter:
         return self
@@ -267,3 +283,4 @@ class BufferedWriter:
     ) -> None:
         # Buffered rows are whole finished episodes, so they are worth keeping even when the body raised.
         self.close()
+

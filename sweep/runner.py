@@ -125,7 +125,7 @@ def _run_episodes(
     with (
         EnginePool(cfg, used, address, console, warm_math=math) as pool,
         Progress(*columns, console=console, transient=False) as bar,
-        BufferedWriter(store) as writer,
+        BufferedWriter(store, background=True) as writer,
     ):
         task_id = bar.add_task("episodes", total=n_todo, acc=0.0, tokens=0)
 
