@@ -3,6 +3,7 @@ once flushed or closed, and a failed write raised on the caller's thread."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,15 @@ def test_background_parts_are_the_foreground_parts(tmp_path: Path) -> None:
     assert fg.turns().equals(bg.turns())
 
 
-def test_flush_waits_for_the_thread(tmp_path: Path) -> None:
+def test_flush_waits_for_the_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = ResultStore(tmp_path)
+    append = store.append
+
+    def slow(*a: Any, **k: Any) -> None:
+        time.sleep(0.3)
+        append(*a, **k)
+
+    monkeypatch.setattr(store, "append", slow)
     writer = BufferedWriter(store, max_episodes=100, background=True)
     fill(writer, 5)
     writer.flush()
