@@ -95,7 +95,7 @@ def layers(cfg: SweepConfig, out: Path, ray: bool) -> list[tuple[str, tuple[int,
         store = ResultStore(d)
         calls_cache = CallCache(d / "llm_cache.sqlite") if cache else None
         try:
-            with BufferedWriter(store) as writer:
+            with BufferedWriter(store, background=True) as writer:  # as `sweep run` writes
                 return scheduled(Recorder(writer, "bench", set(specs)), build_agents(specs, backends, calls_cache))
         finally:
             if calls_cache is not None:

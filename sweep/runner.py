@@ -124,7 +124,7 @@ def _run_episodes(
     )
     with (
         EnginePool(cfg, used, address, console, warm_math=math) as pool,
-        Progress(*columns, console=console, transient=False) as bar,
+        Progress(*columns, console=console, transient=False, refresh_per_second=4) as bar,
         BufferedWriter(store, background=True) as writer,
     ):
         task_id = bar.add_task("episodes", total=n_todo, acc=0.0, tokens=0)
