@@ -68,6 +68,7 @@ class BatchCurve:
 class _Seq:
     tokens: int  # completion tokens to generate
     prompt: int  # prompt tokens (prefilled in the step that admits it)
+    arrival: float  # loop time it was sent at: it joins the first step starting after
     done: asyncio.Future[None]
 
 
@@ -112,16 +113,18 @@ class BatchingEngine:
         for r, c in zip(requests, replies, strict=True):
             n = self._length(c, r.max_tokens)
             prompt = math.ceil(sum(len(m.content) for m in r.messages) * self.curve.tokens_per_char)
-            seqs.append(_Seq(n, prompt, asyncio.get_running_loop().create_future()))
+            loop = asyncio.get_running_loop()
+            seqs.append(_Seq(n, prompt, loop.time(), loop.create_future()))
             out.append(replace(c, prompt_tokens=prompt, completion_tokens=n))
         self.waiting.extend(seqs)
         self._wake.set()
         await asyncio.gather(*(s.done for s in seqs))
         return out
 
-    def _admit(self) -> int:
+    def _admit(self, at: float) -> int:
+        """Move what arrived by `at` into the batch (within the slots and the prefill budget)."""
         budget, prefill = self.curve.max_prefill_tokens, 0
-        while self.waiting and len(self.running) < self.curve.max_num_seqs:
+        while self.waiting and len(self.running) < self.curve.max_num_seqs and self.waiting[0].arrival <= at:
             seq = self.waiting[0]
             if prefill and prefill + seq.prompt > budget:
                 break
@@ -132,19 +135,25 @@ class BatchingEngine:
         return prefill
 
     async def _steps(self) -> None:
-        # O(1) per step plus O(log n) per finished sequence: a cluster of many replicas stays cheap.
+        # The engine keeps its own clock `t`: a step ends at t + dt whenever the loop gets round to
+        # it, so a busy driver delays what it sees, never the engine (as with a real GPU). O(1) per
+        # step plus O(log n) per finished sequence: a cluster of many replicas stays cheap.
         loop = asyncio.get_running_loop()
+        t = loop.time()
         while True:
             if not self.running and not self.waiting:
                 self._wake.clear()
                 await self._wake.wait()
-            prefill = self._admit()
+            if not self.running:
+                t = max(t, self.waiting[0].arrival)  # idle until the first request came
+            prefill = self._admit(t)
             batch = len(self.running)
             dt = self.curve.step_s(batch, prefill, self.context)
-            await asyncio.sleep(dt)
+            t += dt
+            await asyncio.sleep(max(0.0, t - loop.time()))
             self.step += 1
             self.context += batch
-            second = int(loop.time())
+            second = int(t)
             self.meter.tokens[second] = self.meter.tokens.get(second, 0) + batch
             self.meter.busy_s += dt
             self.meter.steps += 1

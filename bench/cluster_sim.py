@@ -3,10 +3,12 @@ episode loop, Parquet rows) drives N simulated GPUs whose step times follow a ba
 (`actors.batch_curve`: continuous batching as vLLM does it), on a real sweep plan.
 
 Time is virtual where nothing runs: the event loop jumps over waits (every engine step is a wait), and
-advances with the wall clock while the driver computes — so the driver's own CPU cost is part of the
-model, and an hour of cluster time takes minutes. Utilisation is the cluster's output tokens/s over a
+advances with the driver's own CPU time while it computes — so the driver's cost is part of the model
+(as on a core of its own: other load on this machine does not count), and an hour of cluster time
+takes minutes. Utilisation is the cluster's output tokens/s over a
 measured window divided by N times one GPU's saturated rate (the same engine fed an endless backlog of
-this plan's requests). For each N the episodes in flight are raised until utilisation reaches 0.95.
+this plan's requests). For each N the episodes in flight are raised until utilisation reaches 0.95 — and, where
+one driver's core is saturated, the drivers sharing the plan (`sweep run --shard k/n`).
 
     .venv/bin/python bench/cluster_sim.py                       # 8, 16, 32, 64 GPUs, examples/pear_simulated.yaml
     .venv/bin/python bench/cluster_sim.py --gpus 64 --window 60 --curve my_measured_curve.yaml
@@ -45,6 +47,7 @@ class WarpSelector(selectors.DefaultSelector):
     """A selector that, instead of sleeping until the next timer, moves the loop's clock there."""
 
     offset = 0.0
+    drivers = 1  # driver processes modelled: the loop's CPU time counts 1/drivers
 
     def select(self, timeout: float | None = None) -> list[Any]:
         ready = super().select(0)
@@ -57,11 +60,15 @@ class WarpSelector(selectors.DefaultSelector):
 
 
 class WarpLoop(asyncio.SelectorEventLoop):
+    """Its clock is the CPU time of the thread running it plus the waits skipped: the driver's own
+    work costs what it costs on a core of its own, whatever else the machine is doing. With N
+    drivers (`sweep run --shard k/N`, each on its own core) the work is shared: it counts 1/N."""
+
     def __init__(self) -> None:
         super().__init__(WarpSelector())
 
     def time(self) -> float:
-        return time.monotonic() + WarpSelector.offset
+        return time.thread_time() / WarpSelector.drivers + WarpSelector.offset
 
 
 def run_warped(coro: Any) -> Any:
@@ -97,7 +104,9 @@ def saturated_tokens_per_s(curve: BatchCurve, prompts: Sequence[int]) -> float:
     return float(run_warped(go()))
 
 
-def simulate(cfg: SweepConfig, curve: BatchCurve, gpus: int, in_flight: int, warmup: float, window: float) -> dict[str, float]:
+def simulate(
+    cfg: SweepConfig, curve: BatchCurve, gpus: int, in_flight: int, warmup: float, window: float, drivers: int = 1
+) -> dict[str, float]:
     """Run the plan's episodes on `gpus` simulated GPUs with `in_flight` episodes at once until the
     window has passed: the cluster's output tokens/s and calls/s in the window, wall and CPU seconds."""
     plan = build_plan(cfg)
@@ -121,9 +130,14 @@ def simulate(cfg: SweepConfig, curve: BatchCurve, gpus: int, in_flight: int, war
         calls = sum(n for e in cluster.engines for s, n in e.meter.finished.items() if lo <= s < hi)
         return {"tokens_per_s": tokens / (hi - lo), "calls_per_s": calls / (hi - lo)}
 
-    t0, c0 = time.perf_counter(), time.process_time()
-    out = run_warped(go())
+    t0, c0, b0 = time.perf_counter(), time.process_time(), time.thread_time()
+    WarpSelector.drivers = drivers
+    try:
+        out = run_warped(go())
+    finally:
+        WarpSelector.drivers = 1
     out["wall_s"], out["cpu_s"] = time.perf_counter() - t0, time.process_time() - c0
+    out["busy"] = (time.thread_time() - b0) / drivers / (warmup + window)  # each driver's share of its core
     return out
 
 
@@ -164,18 +178,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"curve {curve.name}: one GPU saturated = {sat:,.0f} output tokens/s on this plan's prompts "
           f"(mean {sum(sizes) / len(sizes):.0f} prompt tokens, {curve.completion_tokens} completion tokens)")
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
-    print(f"{'GPUs':>5} {'in flight':>9} {'util':>6} {'tokens/s':>10} {'calls/s':>8} {'wall s':>7} {'cpu s':>6}")
+    print(f"{'GPUs':>5} {'drivers':>7} {'in flight':>9} {'util':>6} {'tokens/s':>10} {'calls/s':>8} {'busy':>5} {'wall s':>7}")
     for gpus in a.gpus:
         # Start near what fills every slot: max_num_seqs per GPU, a few calls in flight per episode.
-        in_flight = max(8, gpus * curve.max_num_seqs // 5)
-        for _ in range(6):
-            r = simulate(cfg, curve, gpus, in_flight, a.warmup, a.window)
+        in_flight, drivers = max(8, gpus * curve.max_num_seqs // 5), 1
+        for _ in range(8):
+            r = simulate(cfg, curve, gpus, in_flight, a.warmup, a.window, drivers)
             util = r["tokens_per_s"] / (gpus * sat)
-            print(f"{gpus:5d} {in_flight:9d} {util:6.3f} {r['tokens_per_s']:10,.0f} {r['calls_per_s']:8,.0f} "
-                  f"{r['wall_s']:7.1f} {r['cpu_s']:6.1f}", flush=True)
+            print(f"{gpus:5d} {drivers:7d} {in_flight:9d} {util:6.3f} {r['tokens_per_s']:10,.0f} "
+                  f"{r['calls_per_s']:8,.0f} {r['busy']:5.2f} {r['wall_s']:7.1f}", flush=True)
             if util >= a.target:
                 break
-            in_flight = int(in_flight * 1.5)
+            if r["busy"] > 0.9:  # the driver is the bottleneck: share the plan with another one
+                drivers += 1
+            else:
+                in_flight = int(in_flight * 1.5)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 

@@ -56,6 +56,11 @@ def _parser() -> argparse.ArgumentParser:
         "--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI, else sqlite in --out)"
     )
     run.add_argument("--no-tracking", action="store_true", help="skip MLflow")
+    run.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="run only the K-th of N shards of the episodes (0 <= K < N): N drivers share one output dir",
+    )
     return p
 
 
@@ -87,19 +92,31 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for line in estimate_lines(estimate(cfg, load_curve(args.estimate), plan)):
                     out.print(line, highlight=False)
             return 0
+        shard = _shard(args.shard)
         if args.no_tracking:
             cfg = cfg.model_copy(update={"tracking": cfg.tracking.model_copy(update={"enabled": False})})
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)  # plain print: one line, never wrapped
         return 2
-    return _run(cfg, plan, args, out, err)  # the plan is built once
+    return _run(cfg, plan, shard, args, out, err)  # the plan is built once
 
 
-def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, err: Console) -> int:
+def _shard(text: str | None) -> tuple[int, int]:
+    if text is None:
+        return (0, 1)
+    k, _, n = text.partition("/")
+    if not (k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)):
+        raise ConfigError(f"--shard {text}: give K/N with 0 <= K < N, e.g. --shard 0/4")
+    return int(k), int(n)
+
+
+def _run(
+    cfg: SweepConfig, plan: Any, shard: tuple[int, int], args: argparse.Namespace, out: Console, err: Console
+) -> int:
     from sweep.runner import run_sweep, summary_table
 
     try:
-        outcome = run_sweep(cfg, plan, tracking_uri=args.tracking_uri, address=args.address, console=err)
+        outcome = run_sweep(cfg, plan, args.tracking_uri, args.address, err, shard)
     except KeyboardInterrupt:
         err.print("interrupted: finished episodes are stored; rerun the same command to continue")
         return 1

@@ -56,14 +56,20 @@ def run_sweep(
     tracking_uri: str | None = None,
     address: str | None = None,
     console: Console | None = None,
+    shard: tuple[int, int] = (0, 1),
 ) -> SweepOutcome:
-    """Run every episode of the sweep that is not stored yet, then log the sweep to MLflow."""
+    """Run every episode of the sweep that is not stored yet, then log the sweep to MLflow.
+    `shard=(k, n)`: only the episodes whose id falls in the k-th of n shards, so that n drivers
+    (one per core or machine) share a sweep's output dir, each running its part."""
     console = console or Console(stderr=True)
     plan = plan or build_plan(cfg)
     out = Path(cfg.output_dir).resolve()
     write_resolved_config(cfg, out)
     store = ResultStore(out)
     done = store.done_ids()
+    if shard != (0, 1):
+        k, n = shard
+        done |= {t.episode_id for t in plan.tasks if int(t.episode_id[:8], 16) % n != k}  # others' shards
     # Per group, how many of its episodes are still to run; the tasks themselves are made lazily.
     left = {g.key: sum(t.episode_id not in done for t in g.tasks()) for g in plan.groups}
     n_todo = sum(left.values())

@@ -139,3 +139,18 @@ def test_the_scheduler_keeps_at_most_concurrency_episodes_in_flight(tmp_path: Pa
         stats = asyncio.run(run_tasks(lazily(), pool.agents, done, 3, total=len(plan.tasks)))
     assert stats.done == stats.total == len(plan.tasks) == 30
     assert worst[0] == 3  # never a task taken before a worker was free for it
+
+
+def test_shards_split_the_sweep_between_drivers(tmp_path: Path) -> None:
+    from sweep.cli import main
+    from sweep.runner import run_sweep
+
+    cfg = config(tmp_path, "out")
+    planned = {t.episode_id for t in build_plan(cfg).tasks}
+    first = run_sweep(cfg, shard=(0, 2))
+    mine = ResultStore(first.out_dir).done_ids()
+    assert first.stats is not None and 0 < len(mine) < len(planned)
+    second = run_sweep(cfg, shard=(1, 2))
+    assert second.stats is not None and second.stats.done == len(planned) - len(mine)
+    assert ResultStore(first.out_dir).done_ids() == planned
+    assert main(["run", str(tmp_path / "out.yaml"), "--shard", "2/2"]) == 2
