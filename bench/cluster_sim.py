@@ -169,6 +169,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--warmup", type=float, default=60.0, help="virtual seconds before the window")
     p.add_argument("--window", type=float, default=120.0, help="virtual seconds measured")
     p.add_argument("--target", type=float, default=0.95)
+    p.add_argument("--drivers", type=int, default=1, help="drivers to start the search from")
+    p.add_argument("--in-flight", type=int, help="episodes in flight to start the search from")
     a = p.parse_args(argv)
     curve = BatchCurve.from_mapping(yaml.safe_load(Path(a.curve).read_text()) if a.curve else {})
     seeds = "[" + ",".join(str(s) for s in range(100)) + "]"  # more episodes than any window needs
@@ -181,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{'GPUs':>5} {'drivers':>7} {'in flight':>9} {'util':>6} {'tokens/s':>10} {'calls/s':>8} {'busy':>5} {'wall s':>7}")
     for gpus in a.gpus:
         # Start near what fills every slot: max_num_seqs per GPU, a few calls in flight per episode.
-        in_flight, drivers = max(8, gpus * curve.max_num_seqs // 5), 1
+        in_flight, drivers = a.in_flight or max(8, gpus * curve.max_num_seqs // 5), a.drivers
         for _ in range(8):
             r = simulate(cfg, curve, gpus, in_flight, a.warmup, a.window, drivers)
             util = r["tokens_per_s"] / (gpus * sat)
