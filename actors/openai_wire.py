@@ -93,16 +93,24 @@ def validate_args(spec: Mapping[str, Any]) -> None:
     url = urllib.parse.urlsplit(str(spec["base_url"]))
     if url.scheme not in ("http", "https") or not url.hostname:
         raise ValueError(f"base_url must be an http(s) URL, got {spec['base_url']!r}")
+    key_env = spec.get("api_key_env")
+    if key_env is not None and (not isinstance(key_env, str) or not _ENV_NAME.fullmatch(key_env)):
+        # Never echo the value: a key pasted here by mistake must not reach logs.
+        raise ValueError("api_key_env must be the NAME of an environment variable (letters, digits, _)")
     if url.username or url.password:
         raise ValueError("base_url must not hold credentials; name the key's variable in api_key_env")
-    for name, low in (("max_concurrency", 1), ("max_retries", 0), ("max_response_bytes", 1024)):
+    for name, low, high in (
+        ("max_concurrency", 1, 10_000),
+        ("max_retries", 0, 100),
+        ("max_response_bytes", 1024, 1 << 30),
+    ):
         v = spec[name]
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
-            raise ValueError(f"{name} must be an int >= {low}, got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+            raise ValueError(f"{name} must be an int in [{low}, {high}], got {v!r}")
     for name in ("timeout_s", "backoff_s", "max_backoff_s"):
         v = spec[name]
-        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < math.inf:
-            raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 86_400:
+            raise ValueError(f"{name} must be a number of seconds in [0, 86400], got {v!r}")
     if spec["timeout_s"] == 0:
         raise ValueError("timeout_s must be > 0")
     if spec["response_format_style"] not in ("json_schema", "json_object"):
@@ -113,7 +121,7 @@ def validate_args(spec: Mapping[str, Any]) -> None:
     if not isinstance(extra, Mapping):
         raise ValueError("extra_body must be a mapping of extra request fields")
     if clash := sorted(RESERVED_KEYS & set(extra)):
-        raise ValueError(f"extra_body may not set {', '.join(clash)} (the engine sets them per request)")
+        raise ValueError(f"extra_body may not set {', '.join(clash)} (the engine sets them per request); remove them")
     json.dumps(dict(extra))  # unserialisable extras fail here, not on the first request
 
 

@@ -6,20 +6,34 @@ import difflib
 from collections.abc import Callable
 from typing import Any
 
+from actors.arguments import ArgsCheck, check_args
 from actors.base import Backend
 
 BackendFactory = Callable[..., Backend]
 _ENGINES: dict[str, BackendFactory] = {}
+_CHECKS: dict[str, ArgsCheck] = {}
 
 
-def backend(name: str) -> Callable[[BackendFactory], BackendFactory]:
-    """Register an engine factory under `name`; the factory takes `model=` and the engine's args."""
+def backend(name: str, check: ArgsCheck | None = None) -> Callable[[BackendFactory], BackendFactory]:
+    """Register an engine factory under `name`; the factory takes `model=` and the engine's args.
+    `check`, called with every argument (defaults filled in), raises ValueError on a bad range."""
 
     def deco(factory: BackendFactory) -> BackendFactory:
         _ENGINES[name] = factory
+        if check is not None:
+            _CHECKS[name] = check
         return factory
 
     return deco
+
+
+def check_engine_args(engine: str, model: str, args: dict[str, Any]) -> None:
+    """ValueError (naming `args.<name>`) unless `args` are arguments `engine` declares, of the
+    declared types and within the engine's ranges; nothing is built or imported heavily."""
+    _load_builtins()
+    if engine not in _ENGINES:
+        raise ValueError(unknown_name_message("engine", engine, sorted(_ENGINES)))
+    check_args(engine, _ENGINES[engine], _CHECKS.get(engine), model, args)
 
 
 def engine_names() -> list[str]:

@@ -97,7 +97,33 @@ def item_profile(item: str, gold: str, kind: str, n_choices: int, k: int) -> tup
     return difficulty, tuple((head + cands[6:])[:k])
 
 
-@backend("simulated")
+def check_args(
+    model: str,
+    skill: float,
+    calibration: float,
+    pull: float,
+    stubbornness: float,
+    malformed_rate: float,
+    distractors: int,
+    tokens_per_char: float,
+    latency_s: float,
+) -> None:
+    """The ranges of the engine's arguments (ValueError naming the argument)."""
+    unit = dict(skill=skill, calibration=calibration, pull=pull, stubbornness=stubbornness)
+    for name, v in {**unit, "malformed_rate": malformed_rate}.items():
+        if not 0.0 <= v <= 1.0:
+            raise ValueError(f"args.{name}: must be in [0, 1], got {v}")
+    if isinstance(distractors, bool) or not isinstance(distractors, int) or not 1 <= distractors <= 20:
+        raise ValueError(f"args.distractors: must be an int in [1, 20], got {distractors}")
+    if not 0 < tokens_per_char <= 100:
+        raise ValueError(f"args.tokens_per_char: must be in (0, 100], got {tokens_per_char}")
+    if not 0 <= latency_s <= 3600:
+        raise ValueError(f"args.latency_s: must be in [0, 3600] seconds, got {latency_s}")
+    if not isinstance(model, str) or not model:
+        raise ValueError("model must be a non-empty string")
+
+
+@backend("simulated", check=check_args)
 class SimulatedBackend:
     """A population of simulated debaters served under one model name (see the module docstring)."""
 
@@ -113,18 +139,9 @@ class SimulatedBackend:
         tokens_per_char: float = 0.25,
         latency_s: float = 0.0,
     ) -> None:
-        unit = dict(skill=skill, calibration=calibration, pull=pull, stubbornness=stubbornness)
-        for name, v in {**unit, "malformed_rate": malformed_rate}.items():
-            if not 0.0 <= v <= 1.0:
-                raise ValueError(f"{name} must be in [0, 1], got {v}")
-        if not isinstance(distractors, int) or not 1 <= distractors <= 20:
-            raise ValueError(f"distractors must be an int in [1, 20], got {distractors}")
-        if not tokens_per_char > 0:
-            raise ValueError(f"tokens_per_char must be > 0, got {tokens_per_char}")
-        if not latency_s >= 0:
-            raise ValueError(f"latency_s must be >= 0, got {latency_s}")
-        if not isinstance(model, str) or not model:
-            raise ValueError("model must be a non-empty string")
+        check_args(
+            model, skill, calibration, pull, stubbornness, malformed_rate, distractors, tokens_per_char, latency_s
+        )
         self.model, self.skill, self.calibration, self.pull = model, skill, calibration, pull
         self.stubbornness, self.malformed_rate, self.distractors = stubbornness, malformed_rate, distractors
         self.tokens_per_char, self.latency_s = tokens_per_char, latency_s

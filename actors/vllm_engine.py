@@ -91,7 +91,38 @@ def _resolve_local(model: str) -> str:
     return str(path.resolve()) if not path.is_absolute() and path.is_dir() else model
 
 
-@backend("vllm")
+DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
+
+
+def check_args(
+    model: str,
+    dtype: str,
+    max_model_len: int | None,
+    tensor_parallel_size: int,
+    enable_prefix_caching: bool,
+    enforce_eager: bool,
+    gpu_memory_utilization: float,
+    seed: int,
+    engine_args: dict[str, Any] | None,
+) -> None:
+    """The ranges of the engine's arguments (ValueError naming the argument)."""
+    if dtype not in DTYPES:
+        raise ValueError(f"args.dtype: must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    if max_model_len is not None and not 1 <= max_model_len <= 10_000_000:
+        raise ValueError(f"args.max_model_len: must be in [1, 10000000], got {max_model_len}")
+    if not 1 <= tensor_parallel_size <= 1024:
+        raise ValueError(f"args.tensor_parallel_size: must be in [1, 1024], got {tensor_parallel_size}")
+    if not 0 < gpu_memory_utilization <= 1:
+        raise ValueError(f"args.gpu_memory_utilization: must be in (0, 1], got {gpu_memory_utilization}")
+    if not 0 <= seed < 2**32:
+        raise ValueError(f"args.seed: must be in [0, 2**32), got {seed}")
+    if engine_args is not None and not all(isinstance(k, str) for k in engine_args):
+        raise ValueError("args.engine_args: keys must be vLLM engine argument names (strings)")
+    if not isinstance(model, str) or not model.strip():
+        raise ValueError("model must be a non-empty string (a model dir or hub id)")
+
+
+@backend("vllm", check=check_args)
 class VLLMBackend:
     """A `Backend` serving `model` with vLLM's V1 `AsyncLLM`; prefix caching on by default."""
 

@@ -8,7 +8,8 @@ advances with the driver's own CPU time while it computes — so the driver's co
 takes minutes. Utilisation is the cluster's output tokens/s over a
 measured window divided by N times one GPU's saturated rate (the same engine fed an endless backlog of
 this plan's requests). For each N the episodes in flight are raised until utilisation reaches 0.95 — and, where
-one driver's core is saturated, the drivers sharing the plan (`sweep run --shard k/n`).
+one driver's core is saturated, the drivers sharing the plan (an owner and `sweep run --join` workers
+on one output dir, each on a core of its own).
 
     .venv/bin/python bench/cluster_sim.py                       # 8, 16, 32, 64 GPUs, examples/pear_simulated.yaml
     .venv/bin/python bench/cluster_sim.py --gpus 64 --window 60 --curve my_measured_curve.yaml
@@ -36,10 +37,12 @@ from actors.base import ChatRequest, Completion, Message  # noqa: E402
 from actors.batch_curve import BatchCurve, BatchingEngine, Cluster  # noqa: E402
 from actors.registry import build_backend  # noqa: E402
 from sweep.config import SweepConfig, load_config  # noqa: E402
+from sweep.ownership import Claims  # noqa: E402
 from sweep.plan import build_plan  # noqa: E402
 from sweep.pool import build_agents  # noqa: E402
 from sweep.records import Recorder  # noqa: E402
 from sweep.results import BufferedWriter, ResultStore  # noqa: E402
+from sweep.runner import SpaceGate  # noqa: E402
 from sweep.scheduler import run_tasks  # noqa: E402
 
 
@@ -62,7 +65,8 @@ class WarpSelector(selectors.DefaultSelector):
 class WarpLoop(asyncio.SelectorEventLoop):
     """Its clock is the CPU time of the thread running it plus the waits skipped: the driver's own
     work costs what it costs on a core of its own, whatever else the machine is doing. With N
-    drivers (`sweep run --shard k/N`, each on its own core) the work is shared: it counts 1/N."""
+    drivers (an owner and N-1 `sweep run --join` workers, each on its own core) the work is shared:
+    it counts 1/N."""
 
     def __init__(self) -> None:
         super().__init__(WarpSelector())
@@ -119,7 +123,9 @@ def simulate(
         agents = build_agents(specs, {m: cluster.backend(b) for m, b in inner.items()}, None)
         start = loop.time()
         with tempfile.TemporaryDirectory(prefix="cluster-sim-") as tmp, BufferedWriter(ResultStore(Path(tmp))) as w:
-            run = asyncio.ensure_future(run_tasks(plan.tasks, agents, Recorder(w, "sim", set(specs)), in_flight))
+            gate = SpaceGate(Path(tmp), Claims(Path(tmp)))  # each episode claimed, as by `sweep run`
+            record = Recorder(w, "sim", set(specs))
+            run = asyncio.ensure_future(run_tasks(plan.tasks, agents, record, in_flight, claim=gate))
             await asyncio.sleep(warmup + window)  # then stop: the window is all that is measured
             run.cancel()
             with contextlib.suppress(asyncio.CancelledError):

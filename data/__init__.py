@@ -1,7 +1,8 @@
 """Benchmarks and graders: load items as `Sample`s, and grade model output against their golds.
 
 Benchmarks (by name): `arith` (generated), `gsm8k`, `math500`, `math_hard`, `mmlu`, `mmlu_pro`,
-`gpqa_main`, `gpqa_diamond`, `truthfulqa`. Graders return 'correct', 'wrong' or 'unparsable'.
+`gpqa_main`, `gpqa_diamond`, `truthfulqa`. Graders return 'correct', 'wrong' or 'unparsable';
+`explain` also gives the answer read and why an output is unparsable (README, "How an answer is read").
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from data.catalog import benchmark, default_benchmark_dir
 from data.check import CheckReport, check_benchmark
 from data.formats import format_block
+from data.graded import Graded
 from data.graders import (
     ChoiceGrader,
     MathGrader,
@@ -25,6 +27,7 @@ from data.types import Sample, Verdict
 __all__ = [
     "CheckReport",
     "ChoiceGrader",
+    "Graded",
     "MathGrader",
     "NumericGrader",
     "Sample",
@@ -37,6 +40,7 @@ __all__ = [
     "canonical_number",
     "check_benchmark",
     "default_benchmark_dir",
+    "explain",
     "format_block",
     "grade",
     "grader_for",
@@ -48,5 +52,11 @@ def grade(benchmark: str, output: str, gold: str) -> Verdict:
     """Grade `output` against `gold` with the grader for `benchmark`'s answer kind: 'correct', 'wrong' or
     'unparsable'. (Without the item's options, an answer given as option text is unparsable: grade a
     `Sample` with `grader_for(sample)` to accept those.) Unknown names raise KeyError with a did-you-mean."""
+    return explain(benchmark, output, gold).verdict
+
+
+def explain(benchmark: str, output: str, gold: str) -> Graded:
+    """`grade`, with the answer read and, when unparsable, why ('no answer', 'ambiguous', 'refused',
+    'timeout', 'error')."""
     info = benchmark_info(benchmark)
-    return grader_for_kind(info.kind, info.n_choices).grade(output, gold)
+    return grader_for_kind(info.kind, info.n_choices).explain(output, gold)

@@ -4,7 +4,9 @@ Per item it grades the gold answer; the gold *solution* text where the file has 
 field, MATH's solution with its `\\boxed{}`); and, for multiple choice, the correct option's *text*
 (an answer given as text must map back to the gold letter) — skipped, and counted, where that text
 is not unique among the item's options or is itself a bare letter. An item is correct when every one
-of its checks is. Failures are reported by item id only: no question text is ever printed.
+of its checks is. An unparsable verdict carries its reason ('timeout' when the math check ran out of
+CPU time twice, apart from 'no answer' and the rest). Failures are reported by item id only: no
+question text is ever printed.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class CheckReport:
     verdicts: Counter[str] = field(default_factory=Counter)
     checks: Counter[str] = field(default_factory=Counter)  # how many texts each kind of check graded
     skipped: Counter[str] = field(default_factory=Counter)  # checks not applicable, by kind
+    reasons: Counter[str] = field(default_factory=Counter)  # why checks were unparsable ('timeout', ...)
     failures: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
@@ -42,9 +45,13 @@ class CheckReport:
         return self.n > 0 and self.verdicts["correct"] == self.n
 
     def summary(self) -> str:
-        """'1319 records: 1319 correct, 0 wrong, 0 unparsable'."""
+        """'1319 records: 1319 correct, 0 wrong, 0 unparsable'; unparsable checks' reasons in brackets
+        ('... 2 unparsable (no answer 1, timeout 1)')."""
         v = self.verdicts
-        return f"{self.n} records: {v['correct']} correct, {v['wrong']} wrong, {v['unparsable']} unparsable"
+        line = f"{self.n} records: {v['correct']} correct, {v['wrong']} wrong, {v['unparsable']} unparsable"
+        if self.reasons:
+            line += " (" + ", ".join(f"{reason} {n}" for reason, n in sorted(self.reasons.items())) + ")"
+        return line
 
     def details(self) -> str:
         """Which checks ran over how many texts, and which were skipped."""
@@ -81,10 +88,13 @@ def check_samples(
                 report.skipped[check] += 1
                 continue
             report.checks[check] += 1
-            verdict = grader.grade(text, sample.gold)
-            if verdict != "correct":
-                report.failures.append((sample.id, check, verdict))
-            worst = max(worst, verdict, key=_RANK.__getitem__)
+            graded = grader.explain(text, sample.gold)
+            if graded.verdict == "unparsable":
+                report.reasons[graded.reason] += 1
+            if graded.verdict != "correct":
+                shown = f"{graded.verdict} ({graded.reason})" if graded.reason else graded.verdict
+                report.failures.append((sample.id, check, shown))
+            worst = max(worst, graded.verdict, key=_RANK.__getitem__)
         report.verdicts[worst] += 1
         if progress is not None:
             progress(i + 1)

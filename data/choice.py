@@ -1,11 +1,18 @@
-"""Multiple-choice answers: the option letter a model chose, read from its output, and graded.
+"""Multiple-choice answers: the option letter a reply commits to, read from its output, and graded.
 
-The letter is read from, in order: the whole output being a letter ('B', '(b)', 'B.'); the output, its
-boxed answer or the rest of its 'answer is' line being one option's *text* (when the options are
-known); `\\boxed{X}`; 'the answer is X' / 'Answer: (x)'; 'option/choice X'; the last line being an
-option's text; a standalone capital letter when only one distinct valid one appears; a last line that
-is only a letter. An answer labelled with one letter but giving another option's text is unparsable. The
-article 'A' and the pronoun 'I' ('A careful reading...', 'I think') are never taken for options.
+The policy (the README's "Benchmarks and graders" has it in prose):
+1. The whole output is a letter ('B', '(b)', 'B.'), or, when the options are known, one option's text
+   (the whole output, its boxed answer, its JSON `answer`, or the rest of its 'answer is' line).
+2. Else the *last* positive statement: an answer phrase or JSON `answer` ('The answer is (C)',
+   `{"answer": "b"}`), `\\boxed{C}`, 'the correct option is C', 'Option C is correct', "I'd go with C",
+   "it's C". It is void when it names several letters ('B or C', '(B) and (D)', a JSON list), when a later
+   statement rules its letter out ('C is wrong'); a correction right after it names another letter
+   instead ('The answer is B. Wait, no, C.' is C; after 'actually' or 'rather' it is void). A letter
+   outside the options is no answer either.
+3. Without a positive statement: a last line that is only a letter, or an option's text; else the one
+   letter the text mentions without ruling it out. An option-by-option walkthrough, 'A is wrong', 'B or
+   C' and 'Between A and B' commit to no single letter: unparsable.
+An answer labelled with one letter but giving another option's text is unparsable.
 """
 
 from __future__ import annotations
@@ -13,30 +20,29 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from data.textutil import ANSWER_PHRASE, CONNECTOR, PHRASE_WINDOW, boxed_contents, clean, last_phrases
+from data.graded import AMBIGUOUS, NO_ANSWER, REFUSED, Graded
+from data.letters import Mention, is_prose, prose_mentions, revision_letter, statement_mention
+from data.statements import REVISION, SELF_CORRECTION, statements, unquoted
+from data.textutil import boxed_contents, prepare
 from data.types import AnswerKind, Verdict
 
-_CHOICE_PHRASE = re.compile(r"(?i)\b(?:option|choice)" + CONNECTOR)
-_LETTER_AFTER_PHRASE = re.compile(
-    r"(?i)[\s:*\"']*(?:(?:option|choice|letter)\b[\s:*]*)?"
-    r"(?P<open>[(\[{])?(?P<letter>[a-z])(?P<close>[)\]}])?(?![a-z0-9])"
-)
 _LETTER_TOKEN = re.compile(r"(?<![\w'’])(?P<open>[(\[])?(?P<letter>[A-Z])(?P<close>[)\]])?(?![\w'’])")
 _WHOLE_LETTER = re.compile(r"[(\[]?([A-Za-z])[)\].:]?")
 _LABELLED = re.compile(r"[(\[]?([A-Za-z])[)\].:]\s+(\S.*)", re.S)  # 'B. Paris', '(c) the text'
 _TEXT_MACRO = re.compile(r"\\text(?:bf|rm|it)?\s*\{([^{}]{0,500})\}")
 _EDGE_JUNK = " \t\r\n*\"'`.,;:!?$"
-# After a bare "A"/"I", these words mean the letter is the subject ("A is correct"), not prose.
-_LETTER_VERBS = frozenset({"is", "was", "seems", "appears", "looks", "and", "or", "because", "since"})
-_WORD_AFTER = re.compile(r"\s+([a-z]+)")
 _NO_MATCH = ""  # _option_by_text's "the options disagree with the letter given": unparsable
+_REVISION_WINDOW = 120
+_LIST = re.compile(r"\s*\[\s*[\"']?[A-Za-z][\"']?\s*(?:,|$)")  # '["A", "B"]', or the '["A"' of a broken reply
+_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+Read = tuple[str | None, str]
 
 
 def letters(n_choices: int) -> str:
     """The valid option letters for `n_choices` options ('ABCD' for 4)."""
     if not 1 <= n_choices <= 26:
         raise ValueError(f"n_choices must be in 1..26, got {n_choices}")
-    return "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:n_choices]
+    return _ALPHABET[:n_choices]
 
 
 def normalize_option(text: str) -> str:
@@ -44,41 +50,85 @@ def normalize_option(text: str) -> str:
     return " ".join(_TEXT_MACRO.sub(r"\1", text).casefold().split()).strip(_EDGE_JUNK)
 
 
-def _letter_after(text: str, phrases: re.Pattern[str], keywords: tuple[str, ...], valid: str) -> str | None:
-    """The letter right after the last of `phrases` (starting with `keywords`) followed by a valid one."""
-    for phrase in last_phrases(phrases, text, keywords):
-        m = _LETTER_AFTER_PHRASE.match(text, phrase.end(), phrase.end() + PHRASE_WINDOW)
-        if m is None:
-            continue
-        letter = m["letter"]
-        rest = text[m.end() : m.end() + 1]
-        # A lowercase letter counts only when set off ("(c)", "c.", end): else it is a word ("a bit").
-        if letter.islower() and not (m["open"] or m["close"] or rest in ("", ".", ",", ";", ":", "\n", "*")):
-            continue
-        if _is_prose(text, m):
-            continue
-        if letter.upper() in valid:
-            return letter.upper()
-    return None
+def read_choice(output: object, n_choices: int = 4, choices: Sequence[str] = ()) -> Read:
+    """The option letter `output` commits to (see the module doc), or None and why: 'no answer' or
+    'ambiguous'. With `choices` (the options' texts, in shown order) an option's text counts too."""
+    valid = letters(n_choices)
+    text = prepare(output)
+    stripped = text.strip().strip("*\"'` ")
+    if (whole := _WHOLE_LETTER.fullmatch(stripped)) is not None:
+        return (whole[1].upper(), "") if whole[1].upper() in valid else (None, REFUSED)
+    found = statements(text)
+    options = choices[: len(valid)]
+    if options and (by_text := _option_by_text(_strong_candidates(text, found), options)) is not None:
+        return (by_text, "") if by_text else (None, AMBIGUOUS)
+    if _LIST.match(text):
+        return None, AMBIGUOUS
+    mentions = sorted(
+        [m for s in found if (m := statement_mention(text, s, valid)) is not None] + prose_mentions(text),
+        key=lambda m: m.start,
+    )
+    positive = [m for m in mentions if m.positive]
+    if positive:
+        return _final(text, positive[-1], mentions, valid)
+    rest = unquoted(text, found)  # 'Agent 2's answer is B' names no letter of this reply's
+    if options and (by_text := _option_by_text(_last_line(rest), options)) is not None:
+        return (by_text, "") if by_text else (None, AMBIGUOUS)
+    return _fallback(rest, mentions, valid)
 
 
-def _is_prose(text: str, token: re.Match[str]) -> bool:
-    """A bare 'A' or 'I' followed by a lowercase word is the article or the pronoun, not an option."""
-    if token["letter"] not in "AI" or token["open"] or token["close"]:
-        return False
-    after = _WORD_AFTER.match(text, token.end(), token.end() + 40)
-    return after is not None and after[1] not in _LETTER_VERBS
+def _final(text: str, chosen: Mention, mentions: list[Mention], valid: str) -> Read:
+    """The letter of the last positive mention, unless it names several, lies outside the options, is
+    ruled out later, or a correction right after it names another."""
+    if chosen.several or len(set(chosen.letters)) != 1:
+        return None, AMBIGUOUS
+    if chosen.letters[0] not in valid:
+        return None, REFUSED
+    letter = chosen.letters[0]
+    if any(not m.positive and m.start > chosen.start and letter in m.letters for m in mentions):
+        return None, AMBIGUOUS
+    window = text[chosen.end : chosen.end + _REVISION_WINDOW]
+    for cue in REVISION.finditer(window):
+        other = revision_letter(window, cue.end(), valid)
+        if other is not None and other != letter:
+            outright = SELF_CORRECTION.match(cue[0]) is not None and other != "?"
+            return (other, "") if outright else (None, AMBIGUOUS)  # 'Wait, no, C.' is C
+    return letter, ""
 
 
-def _strong_candidates(text: str) -> list[str]:
-    """Where an answer given as option text stands explicitly: the whole output, its boxed answer, and
-    the rest of the line after its last 'answer is'."""
-    found = [text]
+def _fallback(text: str, mentions: list[Mention], valid: str) -> Read:
+    """No positive statement: a last line that is only a letter, else the one letter mentioned and not
+    ruled out."""
+    lines = [line.strip().strip("*\"'` ") for line in text.splitlines() if line.strip()]
+    if lines and (last := _WHOLE_LETTER.fullmatch(lines[-1])) is not None and len(lines) > 1:
+        return (last[1].upper(), "") if last[1].upper() in valid else (None, REFUSED)
+    ruled_out = {letter for m in mentions if not m.positive for letter in m.letters}
+    named: set[str] = set()
+    for token in _LETTER_TOKEN.finditer(text):
+        letter = token["letter"]
+        if letter in valid and not is_prose(text, letter, token.end(), bool(token["open"] or token["close"])):
+            named.add(letter)
+            if len(named) > 1:
+                return None, AMBIGUOUS  # two different letters: no single one stands out
+    if named and not ruled_out:
+        return named.pop(), ""
+    return None, AMBIGUOUS if named or ruled_out else NO_ANSWER
+
+
+def _strong_candidates(text: str, found: Sequence[object]) -> list[str]:
+    """Where an answer given as option text stands explicitly: the whole output, its boxed answer, its
+    JSON `answer`, and the rest of the line after its last answer phrase."""
+    candidates = [text]
     if (boxed := boxed_contents(text)) is not None:
-        found.append(boxed)
-    if phrases := last_phrases(ANSWER_PHRASE, text, limit=1):
-        found.append(text[phrases[0].end() :].split("\n", 1)[0])
-    return found
+        candidates.append(boxed)
+    for statement in reversed(found):
+        kind, body = getattr(statement, "kind", ""), getattr(statement, "body", "")
+        if kind == "json":
+            candidates.append(body)
+        elif kind == "phrase" and not getattr(statement, "negated", False):
+            candidates.append(body.split("\n", 1)[0])
+            break
+    return candidates
 
 
 def _last_line(text: str) -> list[str]:
@@ -100,54 +150,17 @@ def _option_by_text(candidates: list[str], choices: Sequence[str]) -> str | None
 
     for candidate in candidates:
         if (index := hit(normalize_option(candidate))) is not None:
-            return "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[index]
+            return _ALPHABET[index]
         m = _LABELLED.fullmatch(candidate.strip().strip("*`\"' "))
         if m is not None and (index := hit(normalize_option(m[2]))) is not None:
-            letter = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[index]
+            letter = _ALPHABET[index]
             return letter if m[1].upper() == letter else _NO_MATCH
     return None
 
 
-def _boxed_letter(text: str, valid: str) -> str | None:
-    boxed = boxed_contents(text)
-    if boxed is None:
-        return None
-    m = _WHOLE_LETTER.fullmatch(_TEXT_MACRO.sub(r"\1", boxed).strip())
-    return m[1].upper() if m is not None and m[1].upper() in valid else None
-
-
 def canonical_choice(text: str, n_choices: int = 4, choices: Sequence[str] = ()) -> str | None:
-    """The option letter (A.. the n_choices-th) that `text` answers with, or None (see the module doc).
-
-    With `choices` (the options' texts, in shown order), an answer given as an option's text counts too.
-    """
-    valid = letters(n_choices)
-    text = clean(text)
-    stripped = text.strip().strip("*\"'` ")
-    if (whole := _WHOLE_LETTER.fullmatch(stripped)) is not None:
-        return whole[1].upper() if whole[1].upper() in valid else None
-    options = choices[: len(valid)]
-    if options and (by_text := _option_by_text(_strong_candidates(text), options)) is not None:
-        return by_text or None
-    if (boxed := _boxed_letter(text, valid)) is not None:
-        return boxed
-    for phrases, keywords in ((ANSWER_PHRASE, ("answer",)), (_CHOICE_PHRASE, ("option", "choice"))):
-        if (found := _letter_after(text, phrases, keywords, valid)) is not None:
-            return found
-    if options and (by_text := _option_by_text(_last_line(text), options)) is not None:
-        return by_text or None
-    distinct: set[str] = set()
-    for token in _LETTER_TOKEN.finditer(text):
-        if token["letter"] in valid and token["letter"] not in distinct and not _is_prose(text, token):
-            distinct.add(token["letter"])
-            if len(distinct) > 1:
-                break  # two different letters: no single one stands out
-    if len(distinct) == 1:
-        return distinct.pop()
-    lines = [line.strip().strip("*\"'` ") for line in text.splitlines() if line.strip()]
-    if distinct and lines and (last := _WHOLE_LETTER.fullmatch(lines[-1])) is not None:
-        return last[1].upper() if last[1].upper() in valid else None
-    return None
+    """The option letter (A.. the n_choices-th) that `text` answers with, or None (see the module doc)."""
+    return read_choice(text, n_choices, choices)[0]
 
 
 class ChoiceGrader:
@@ -165,11 +178,15 @@ class ChoiceGrader:
     def canonical(self, output: str) -> str | None:
         return canonical_choice(output, self.n_choices, self.choices)
 
-    def grade(self, output: str, gold: str) -> Verdict:
-        answer = self.canonical(output)
-        if answer is None:
-            return "unparsable"
+    def explain(self, output: str, gold: str) -> Graded:
+        """The verdict with the letter read and, when unparsable, why."""
         expected = canonical_choice(gold, self.n_choices)
         if expected is None:
             raise ValueError(f"gold {gold[:80]!r} is not one of {letters(self.n_choices)}")
-        return "correct" if answer == expected else "wrong"
+        answer, reason = read_choice(output, self.n_choices, self.choices)
+        if answer is None:
+            return Graded("unparsable", None, reason)
+        return Graded("correct" if answer == expected else "wrong", answer)
+
+    def grade(self, output: str, gold: str) -> Verdict:
+        return self.explain(output, gold).verdict

@@ -1,6 +1,7 @@
 """The graders, and which one grades a sample: numbers (`data.numeric`), option letters (`data.choice`)
 and LaTeX math (`data.mathgrade`). Each grading returns 'correct', 'wrong' or 'unparsable'
-(no answer could be read: it counts as wrong and is reported apart).
+(no answer could be read: it counts as wrong and is reported apart); each grader's `explain` also
+gives the answer read and why an output is unparsable (`data.graded`).
 
 Model output is hostile input: every grader cuts it, reads it with linear-time regexes, and never
 evaluates it; math answers are compared by math-verify in a worker process under a CPU-time limit.

@@ -4,8 +4,10 @@ sympy can hang (a power tower, a huge factorial) in C code that no signal interr
 own timeout uses `signal.alarm` (whole seconds, main thread only). So checks run in a worker process:
 the worker stops a check after `cpu_limit` seconds of CPU time, and this client kills a worker whose
 check has used `kill_after` seconds of CPU (or runs past `wall_limit`). CPU time, not wall time, decides,
-so a verdict does not depend on how busy the machine is. One worker serves a process; requests from
-threads are serialized. Linux (`/proc`) reads the worker's CPU time; elsewhere the wall time is used.
+so a verdict does not depend on how busy the machine is; a check that times out is run once more (in a
+fresh, warm child when it was killed) before 'timeout' is the answer. The worker's start-up (imports,
+warming sympy, a child's first page faults) is never charged to a check. One worker serves a process;
+requests from threads are serialized. Linux (`/proc`) reads the worker's CPU time; elsewhere the wall time is used.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class MathChecker:
         self._seq = 0
         self._lock = threading.Lock()
         self.kills = 0  # how many children were killed for overrunning (for tests and reports)
+        self.retries = 0  # how many checks timed out once and were run again
 
     def start(self) -> None:
         """Start the worker now rather than at the first check (it takes seconds: sympy imports)."""
@@ -57,16 +60,24 @@ class MathChecker:
         self, answer: str, gold: str, cpu_limit: float | None = None, kill_after: float | None = None
     ) -> Result:
         """math-verify's verdict on `answer` against `gold` (LaTeX without $ signs); the limits default
-        to this checker's."""
+        to this checker's. A check that times out is run once more, in a fresh child when the first was
+        killed, so one unlucky run (a cold cache, a slow moment) does not decide a verdict."""
         limits = (cpu_limit or self.cpu_limit, kill_after or self.kill_after)
         with self._lock:
-            for attempt in (1, 2):  # a zygote that died since the last call is restarted once
-                try:
-                    return self._ask(answer, gold, *limits)
-                except WorkerUnavailable:
-                    self._stop()
-                    if attempt == 2:
-                        raise
+            result = self._ask_restarting(answer, gold, *limits)
+            if result == "timeout":
+                self.retries += 1
+                result = self._ask_restarting(answer, gold, *limits)
+            return result
+
+    def _ask_restarting(self, answer: str, gold: str, cpu_limit: float, kill_after: float) -> Result:
+        for attempt in (1, 2):  # a zygote that died since the last call is restarted once
+            try:
+                return self._ask(answer, gold, cpu_limit, kill_after)
+            except WorkerUnavailable:
+                self._stop()
+                if attempt == 2:
+                    raise
         raise AssertionError("unreachable")
 
     def _ask(self, answer: str, gold: str, cpu_limit: float, kill_after: float) -> Result:

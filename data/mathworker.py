@@ -4,8 +4,10 @@ Run by `data.mathcheck` as `python -I` on this file; it imports only the standar
 math-verify (so no project module, nor the caller's working directory, can shadow one). The process is
 a *zygote*: it imports math-verify (seconds) and warms sympy's lazy imports once, then forks a child
 that serves requests. The parent kills a child that overruns; the zygote then forks a fresh, already
-warm child in milliseconds. Each child caps its address space, so a runaway bignum fails with
-MemoryError instead of eating the machine.
+warm child in milliseconds. A child runs one untimed check before it announces itself: its first
+touches of the inherited heap (copy-on-write page faults, CPU time the check would be charged) happen
+there, so the CPU limit applies to the check alone. Each child caps its address space, so a runaway
+bignum fails with MemoryError instead of eating the machine.
 
 Protocol, one JSON object per line: the child announces `{"ready": <pid>}`; a request
 `{"seq", "answer", "gold", "cpu_limit"}` gets `{"seq", "result"}` with result one of "equal", "different",
@@ -15,6 +17,7 @@ Protocol, one JSON object per line: the child announces `{"ready": <pid>}`; a re
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import resource
@@ -39,6 +42,9 @@ WARM_UP = [  # (answer, gold) pairs touching the constructs MATH answers use, so
     ("x \\in [2, 5)", "[2,5)"),
     ("y \\le 3", "3 \\ge y"),
 ]
+
+
+CHILD_WARM_UP = WARM_UP[1:6]
 
 
 class CpuLimit(BaseException):
@@ -96,8 +102,11 @@ def _cap_memory() -> None:
 
 
 def serve() -> None:
-    """A child's life: cap memory, announce itself, answer requests until stdin closes."""
+    """A child's life: cap memory, warm up, announce itself, answer requests until stdin closes."""
     _cap_memory()
+    for answer, gold in CHILD_WARM_UP:  # untimed: the copy-on-write faults of a fresh child land here
+        with contextlib.suppress(Exception):
+            check(answer, gold)
     signal.signal(signal.SIGPROF, _on_sigprof)
     _write({"ready": os.getpid()})
     for line in sys.stdin:
@@ -117,6 +126,8 @@ def main() -> None:
         # warming is best effort: a failure here only makes a child's first check slower
         with contextlib.suppress(Exception):
             check(answer, gold)
+    gc.collect()
+    gc.freeze()  # the warm heap is shared with every child: the collector no longer writes to its pages
     while True:
         pid = os.fork()
         if pid == 0:

@@ -1,9 +1,17 @@
-"""Numeric answers: read the final number out of model output exactly, and grade it by rational equality.
+"""Numeric answers (GSM8K, arith): read the number a reply commits to, and grade it by rational equality.
 
-Model output is hostile input: it is cut before any parsing, every regex here runs in linear time,
-numbers are read with `fractions.Fraction` from strings the regexes validated, and nothing is ever
-evaluated. Handled: thousands commas, signs (also the unicode minus), decimals, fractions and
-`\\frac{}{}`, percent, currency and units around the number, `\\boxed{}`, '####' and 'the answer is'.
+The policy (the README's "Benchmarks and graders" has it in prose):
+1. The text is cut at a runaway continuation ('Question:', 'Q:' after the answer), GSM8K's `<<48/2=24>>`
+   annotations and confidence statements ('Confidence: 4', '90% sure') are dropped.
+2. The answer is in the *last* answer statement that holds a number: a group of `\\boxed{}`, the last
+   '####', 'the answer is' / 'Answer:' / 'Final Answer', or a JSON `answer` field. In a statement the
+   number must come first ('The answer is 4 + 3 = 7' is 7); else the statement's clause must name one
+   number. A statement naming several ('18 or 20', '4, 2, 1', a JSON list) gives no answer.
+3. An answer is void when a later statement denies it ('the answer is not 18'); a correction right
+   after it replaces it when it says so outright and names one number ('The answer is 18. Wait, no,
+   20.' is 20), and voids it otherwise ('The answer is 18. Actually, 3 of them are left').
+4. Without statements: the last sentence with a number must commit to one (the result after its last
+   '=', its only number, or a number that ends it); 'She sold 72 clips in 2 months.' commits to none.
 """
 
 from __future__ import annotations
@@ -11,105 +19,183 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from data.textutil import ANSWER_PHRASE, PHRASE_WINDOW, boxed_contents, clean, last_match, last_phrases
+from data.graded import Graded
+from data.numbers import (
+    AMBIGUOUS,
+    NO_ANSWER,
+    NUMBER,
+    RESULT,
+    clause_at,
+    committed,
+    format_fraction,
+    numbers,
+    read_leading,
+    spell_plainly,
+    value,
+)
+from data.statements import MOVES_ON, REVISION, SELF_CORRECTION, Statement, statements, states, unquoted
+from data.textutil import prepare
 from data.types import AnswerKind, Verdict
 
-MAX_DIGITS = 50  # a "number" longer than this is junk, and big ints are costly to work with
-DECIMALS = 10  # non-integer answers are rounded to this many decimal places
+__all__ = ["NumericGrader", "canonical_number", "format_fraction", "read_number"]
 
-_LAST_DIGIT = re.compile(r"[0-9](?=[^0-9]*\Z)")
-_TAIL = 120  # a number's text (sign, digits, commas, decimals, exponent, denominator) is never longer
-_NUMBER_CHARS = frozenset("0123456789.,/$+-eE")
-_MINUS = str.maketrans({"\u2212": "-", "\ufe63": "-", "\uff0d": "-"})
-_LATEX_FRAC = re.compile(r"\\[dt]?frac\s*\{\s*(-?[0-9]{1,60})\s*\}\s*\{\s*([0-9]{1,60})\s*\}")
-_NUMBER = re.compile(
-    r"(?<![\w.])"  # not the tail of a word, a number or a decimal
-    r"(?P<sign>[-+])?\$?"
-    r"(?:(?P<int>[0-9]{1,3}(?:,[0-9]{3})+(?![0-9])|[0-9]+)(?P<dec>\.[0-9]+)?|(?P<bare>\.[0-9]+))"
-    r"(?:[eE](?P<exp>[-+]?[0-9]{1,3})(?![\w.]))?"  # scientific notation: 2.5e3
-    r"(?:/(?P<den>[0-9]+))?"
+Read = tuple[str | None, str]  # (canonical number, '') or (None, why not)
+_CALCULATOR = re.compile(r"<<[^<>\n]{0,200}>>")
+_META = re.compile(
+    r"(?i)\bconfiden(?:ce|t)\b(?:\s+level)?[\"'\s*:=]*(?:is\s+)?\d{1,3}(?:\.\d+)?\s*(?:/\s*\d{1,3}|out\s+of\s+\d{1,3}|%)?"
+    r"|\b\d{1,3}(?:\.\d+)?\s*%\s*(?:sure|confident|certain)\b|\b(?:step|part|case)\s+\d{1,2}\b"
 )
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
+_CLOSING = re.compile(r"[\s.,!?;:*_`'\")\]}$%]*")
+_CONCLUSION = re.compile(
+    r"(?i)(?:,|\b)\s*(?:so|thus|therefore|hence|which\s+means|meaning|giving|making|that\s+is|i\.e\.)\b[,:]?"
+)
+_LIST = re.compile(r"\s*\[\s*[\"']?[-+$.0-9]")  # '[4, 2]', or the '[4' a broken JSON reply leaves
+_REVISION_WINDOW = 160  # how far after an answer a correction ('Wait, no, 20') is looked for
 
 
-def _prepare(text: str) -> str:
-    """Cut to MAX_CHARS and undo the spellings that hide plain numbers (unicode minus, LaTeX)."""
-    text = clean(text).translate(_MINUS)
-    text = text.replace("\\$", "$").replace("\\%", "%").replace("{,}", ",").replace("\\,", ",")
-    return _LATEX_FRAC.sub(r"\1/\2", text)
+def read_number(output: object, nested: bool = False) -> Read:
+    """The number `output` commits to (see the module doc), canonical ('1250.5', '-3', '0.75'), or None
+    and the reason: 'no answer' or 'ambiguous'."""
+    text = _META.sub(" ", _CALCULATOR.sub("", spell_plainly(prepare(output))))
+    if _LIST.match(text):
+        return None, AMBIGUOUS
+    found = statements(text)
+    denials = [s for s in found if s.negated and s.kind == "phrase"]
+    if denials and not any(states(s) and s.start > denials[-1].start for s in found):
+        # 'The answer isn't 20, it's 18': with no statement after it, what follows the denial may answer
+        after, reason = _after_denial(text, denials[-1])
+        if after is not None or reason == AMBIGUOUS:
+            return (None, AMBIGUOUS) if after is not None and _denied(after, denials) else (after, reason)
+    for index in range(len(found) - 1, -1, -1):
+        chosen = found[index]
+        if not states(chosen):
+            continue
+        answer, reason = _read_statement(chosen, nested)
+        if answer is None and reason != AMBIGUOUS:
+            continue  # it holds no number ('The answer is below'): an earlier statement may
+        if answer is None or _competes(text, found[:index], chosen, answer):
+            return None, AMBIGUOUS
+        if _denied(answer, [d for d in denials if d.start > chosen.start]):
+            return None, AMBIGUOUS
+        return _revision(text, chosen, answer) or (answer, "")
+    if denials:
+        return None, AMBIGUOUS  # 'The answer is not 18' and nothing else
+    return _last_sentence(unquoted(text, found))
 
 
-def format_fraction(value: Fraction) -> str:
-    """'18', '-5', '0.75', '0.3333333333': integers as ints, else at most DECIMALS places, no exponent."""
-    scaled = round(value * 10**DECIMALS)
-    sign = "-" if scaled < 0 else ""
-    whole, frac = divmod(abs(scaled), 10**DECIMALS)
-    if frac == 0:
-        return f"{sign}{whole}" if whole else "0"
-    return f"{sign}{whole}.{frac:0{DECIMALS}d}".rstrip("0")
+def _after_denial(text: str, denial: Statement) -> Read:
+    """What the text after a denial's denied number commits to ('..., it's 18'), if it names a number."""
+    denied = NUMBER.search(denial.body)
+    if denied is None:
+        return None, NO_ANSWER
+    rest = text[denial.end + denied.end() :]
+    return _last_sentence(rest) if NUMBER.search(rest) else (None, NO_ANSWER)
 
 
-def _value(match: re.Match[str]) -> Fraction | None:
-    """The number one `_NUMBER` match spells, or None when it is too long or divides by zero."""
-    whole = (match["int"] or "").replace(",", "")
-    dec = match["dec"] or match["bare"] or ""
-    den = match["den"] or ""
-    if len(whole) + len(dec) > MAX_DIGITS + 1 or len(den) > MAX_DIGITS:
-        return None
-    value = Fraction((whole or "0") + dec)
-    if match["exp"] is not None:
-        if abs(int(match["exp"])) > MAX_DIGITS:
-            return None
-        value *= Fraction(10) ** int(match["exp"])
-    if den:
-        if int(den) == 0:
-            return None
-        value /= int(den)
-    return -value if match["sign"] == "-" else value
+def _denied(answer: str, denials: list[Statement]) -> bool:
+    """Whether one of `denials` ('the answer is not 18') denies `answer`."""
+    for denial in denials:
+        denied = NUMBER.search(denial.body)
+        value = denied is not None and _value_text(denied)
+        if value and Fraction(value) == Fraction(answer):
+            return True
+    return False
 
 
-def _last_number(text: str) -> re.Match[str] | None:
-    """The last `_NUMBER` match in `text`, found near the last digit rather than by reading every number."""
-    digit = _LAST_DIGIT.search(text)
-    if digit is None:
-        return None
-    start = max(0, digit.start() - _TAIL)
-    while start > 0 and text[start - 1] in _NUMBER_CHARS and digit.start() - start < 4 * _TAIL:
-        start -= 1  # never begin the window inside a number (it would read as a shorter one)
-    return last_match(_NUMBER.finditer(text, start))
+def _value_text(m: re.Match[str]) -> str | None:
+    number = value(m)
+    return None if number is None else format_fraction(number)
 
 
-def _number_in(segment: str, last: bool, bare_prefix: bool = False) -> str | None:
-    """The first (or last) number written in `segment`, canonical; None if none or it is junk.
-    `bare_prefix`: only take a first number that no word comes before (markup and '$' may)."""
-    chosen = _last_number(segment) if last else next(_NUMBER.finditer(segment), None)
-    if chosen is None or (bare_prefix and any(c.isalpha() for c in segment[: chosen.start()])):
-        return None
-    if chosen["int"] and not (chosen["dec"] or chosen["exp"] or chosen["den"]):
-        whole = chosen["int"].replace(",", "")  # a plain integer: what `format_fraction` would write
-        if len(whole) <= MAX_DIGITS + 1:
-            return str(-int(whole) if chosen["sign"] == "-" else int(whole))
-    value = _value(chosen)
-    return None if value is None else format_fraction(value)
+def _competes(text: str, earlier: list[Statement], chosen: Statement, answer: str) -> bool:
+    """Whether the nearest earlier box gives another number, with no words between that move on."""
+    if chosen.kind != "boxed":
+        return False
+    for statement in reversed(earlier):
+        if statement.kind == "boxed":
+            other, _ = _read_statement(statement, nested=True)
+            if other is None or Fraction(other) == Fraction(answer):
+                return False
+            return MOVES_ON.search(text, statement.end, chosen.start) is None
+    return False
+
+
+def _read_statement(statement: Statement, nested: bool) -> Read:
+    if statement.kind == "json":
+        if statement.listed or nested:
+            return None, AMBIGUOUS
+        return read_number(statement.body, nested=True)  # the field's text, read as a reply of its own
+    if statement.kind == "boxed":
+        reads = [_read_clause(part.strip()) for part in statement.parts]
+        if any(reason == AMBIGUOUS for _, reason in reads):
+            return None, AMBIGUOUS
+        values = {Fraction(answer) for answer, _ in reads if answer is not None}
+        if len(values) > 1:
+            return None, AMBIGUOUS  # '\boxed{18} and \boxed{20}'
+        return (format_fraction(values.pop()), "") if values else (None, NO_ANSWER)
+    return _read_clause(clause_at(statement.body))
+
+
+def _read_clause(clause: str) -> Read:
+    """What a statement's clause commits to: its leading number, else what its sentence commits to."""
+    answer, reason = read_leading(clause)
+    if answer is not None or reason == AMBIGUOUS:
+        return answer, reason
+    return _sentence_answer(clause)
+
+
+def _revision(text: str, chosen: Statement, answer: str) -> Read | None:
+    """A correction right after the answer that names another number: that number when the correction
+    says so outright and names nothing else ('Wait, no, 20.'), else no answer ('Actually, 3 of them...');
+    None when there is no such correction."""
+    window = text[chosen.end : chosen.end + _REVISION_WINDOW]
+    for cue in REVISION.finditer(window):
+        clause = clause_at(window, cue.end())
+        other, reason = read_leading(clause)
+        if reason == AMBIGUOUS:
+            return None, AMBIGUOUS  # 'Wait, no, 20 or 21'
+        if other is None or Fraction(other) == Fraction(answer):
+            continue
+        lead = NUMBER.search(clause)
+        outright = SELF_CORRECTION.match(cue[0]) is not None
+        if outright and lead is not None and _CLOSING.fullmatch(clause, lead.end()):
+            return other, ""
+        return None, AMBIGUOUS
+    return None
+
+
+def _last_sentence(text: str) -> Read:
+    """What the last sentence that holds a number commits to."""
+    end = len(text)
+    for boundary in reversed([0, *(m.end() for m in _SENTENCE_END.finditer(text))]):
+        sentence = text[boundary:end]
+        if NUMBER.search(sentence) is not None:
+            return _sentence_answer(sentence)
+        end = boundary
+    return None, NO_ANSWER
+
+
+def _sentence_answer(sentence: str) -> Read:
+    """What a sentence commits to: that of its last clause after 'so'/'thus'/'which means' when that
+    clause has a number; else the result after its last '=', its only number, or a number that ends it."""
+    conclusions = list(_CONCLUSION.finditer(sentence))
+    if conclusions and NUMBER.search(sentence, conclusions[-1].end()):
+        sentence = sentence[conclusions[-1].end() :]
+    results = list(RESULT.finditer(sentence))
+    if results:
+        return read_leading(sentence[results[-1].end() :])
+    found = numbers(sentence)
+    if not found:
+        return None, NO_ANSWER
+    if len(found) == 1 or _CLOSING.fullmatch(sentence, found[-1].end()):
+        return committed(sentence, found[-1])
+    return None, AMBIGUOUS
 
 
 def canonical_number(text: str) -> str | None:
-    """The final numeric answer in `text` ('$1,250.50' -> '1250.5', '3/4' -> '0.75'), or None.
-
-    Prefers the last `\\boxed{}`, then what follows the last '####', then an 'answer is'/'Answer:'
-    phrase, and otherwise takes the last number in the text.
-    """
-    text = _prepare(text)
-    boxed = boxed_contents(text)
-    if boxed is not None and (found := _number_in(boxed, last=True)) is not None:
-        return found
-    marker = text.rfind("####")
-    if marker >= 0 and (found := _number_in(text[marker + 4 :], last=False)) is not None:
-        return found
-    for phrase in last_phrases(ANSWER_PHRASE, text):
-        window = text[phrase.end() : phrase.end() + PHRASE_WINDOW]
-        if (found := _number_in(window, last=False, bare_prefix=True)) is not None:
-            return found
-    return _number_in(text, last=True)
+    """The number `text` commits to, canonical ('$1,250.50' -> '1250.5', '3/4' -> '0.75'), or None."""
+    return read_number(text)[0]
 
 
 class NumericGrader:
@@ -120,11 +206,15 @@ class NumericGrader:
     def canonical(self, output: str) -> str | None:
         return canonical_number(output)
 
-    def grade(self, output: str, gold: str) -> Verdict:
-        answer = canonical_number(output)
-        if answer is None:
-            return "unparsable"
+    def explain(self, output: str, gold: str) -> Graded:
+        """The verdict with the answer read and, when unparsable, why."""
         expected = canonical_number(gold)
         if expected is None:
             raise ValueError(f"gold {gold[:80]!r} is not a number")
-        return "correct" if Fraction(answer) == Fraction(expected) else "wrong"
+        answer, reason = read_number(output)
+        if answer is None:
+            return Graded("unparsable", None, reason)
+        return Graded("correct" if Fraction(answer) == Fraction(expected) else "wrong", answer)
+
+    def grade(self, output: str, gold: str) -> Verdict:
+        return self.explain(output, gold).verdict

@@ -1,5 +1,5 @@
-"""Text helpers shared by the graders: bounded cuts, the last regex match, `\\boxed{}` contents, and
-the 'the answer is' phrase. Every regex here runs in linear time on hostile input."""
+"""Text helpers shared by the graders: bounded cuts, runaway continuations, the last regex match,
+`\\boxed{}` contents, and phrases found from the end. Every regex here runs in linear time on hostile input."""
 
 from __future__ import annotations
 
@@ -8,15 +8,10 @@ from collections import deque
 from collections.abc import Iterator
 
 MAX_CHARS = 10_000  # longer output is cut: an answer is never that far into a reply worth grading
-PHRASE_WINDOW = 60  # how far after "the answer is" the answer itself may start
 MAX_PHRASES = 20  # how many 'answer is' phrases, from the last, are tried
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
-CONNECTOR = r"\s*(?:is\b|would\s+be\b|should\s+be\b|will\s+be\b|[:=])"
-# "answer is"/"Answer:" but not "answer was"/"answer of": those quote answers given up or other agents'.
-# A quote may close the word first: JSON output, '"answer": "C"'.
-ANSWER_PHRASE = re.compile(r"(?i)\banswer[\"']?" + CONNECTOR)
 
 
 def clean(text: object) -> str:
@@ -33,6 +28,28 @@ def clean(text: object) -> str:
     except UnicodeEncodeError:
         text = text.encode("utf-8", "replace").decode("utf-8")  # lone surrogates become '?'
     return text
+
+
+# lm-eval stops a generation at "Question:" (gsm8k), "Q:" (gsm8k-cot), "Problem:" (minerva_math) and chat
+# end markers: what follows is the model inventing the next few-shot item, whose answer is not this one's.
+_RUNAWAY = re.compile(
+    r"(?m)^[ \t>*#]*(?:Question|Q|Problem)[ \t]*\d{0,3}[ \t]*:"
+    r"|<\|(?:im_start|im_end|endoftext|eot_id|end|user|assistant)\|>|</s>"
+)
+
+
+def cut_runaway(text: str) -> str:
+    """`text` up to its first runaway continuation: a line opening 'Question:', 'Q:' or 'Problem:', or a
+    chat end marker, once some text came before it (a reply may restate its question first)."""
+    for m in _RUNAWAY.finditer(text):
+        if text[: m.start()].strip():
+            return text[: m.start()]
+    return text
+
+
+def prepare(text: object) -> str:
+    """What every grader reads: `clean` (cut, storable), then `cut_runaway`."""
+    return cut_runaway(clean(text))
 
 
 def last_match(matches: Iterator[re.Match[str]]) -> re.Match[str] | None:

@@ -162,6 +162,8 @@ def _answer_line(text: str) -> str | None:
                 if close < 0:  # the string was cut off: whatever it held is not the whole answer
                     continue
                 value = value[1:close]
+            elif value[:1] in ("[", "{"):  # a list or an object is not one answer
+                continue
             else:
                 parts = re.split(r"[,}]", value, maxsplit=1)
                 if len(parts) == 1 and runs_to_end:  # a bare value cut off by the end of the text

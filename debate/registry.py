@@ -136,5 +136,6 @@ def label(name: str, args: Mapping[str, Any]) -> str:
     if d is None:
         return name
     defaults, shown = d.defaults(), getattr(d.params, "LABEL", ())
-    keep = [(k, v) for k, v in sorted(args.items()) if k in shown or defaults.get(k, v) != v]
+    ordered = sorted(args.items(), key=lambda kv: (kv[0] not in shown, kv[0]))  # the naming ones first
+    keep = [(k, v) for k, v in ordered if k in shown or defaults.get(k, v) != v]
     return f"{name}({', '.join(f'{k}={v}' for k, v in keep)})" if keep else name

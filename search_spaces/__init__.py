@@ -18,6 +18,7 @@ against the method registry. Nothing here imports Optuna or the debate core: `sa
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -110,6 +111,16 @@ def space_names() -> list[str]:
 
 def load_space(ref: str | Path, base_dir: Path | None = None) -> SearchSpace:
     """A space by package name (`pear`) or by path (relative paths against `base_dir`, then the CWD)."""
+    path = find_space(ref, base_dir)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise SpaceError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from None
+    return parse_space(raw, str(path))
+
+
+def find_space(ref: str | Path, base_dir: Path | None = None) -> Path:
+    """The file of a space given by package name or path (see `load_space`); SpaceError if none."""
     text = str(ref)
     candidates = [SPACES_DIR / f"{text}.yaml"] if "/" not in text and not text.endswith(".yaml") else []
     candidates += [base_dir / text] if base_dir is not None else []
@@ -120,11 +131,7 @@ def load_space(ref: str | Path, base_dir: Path | None = None) -> SearchSpace:
             f"search_space: {text!r} is neither a file nor a packaged space{close_match(text, space_names())}; "
             f"packaged: {', '.join(space_names())}"
         )
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise SpaceError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from None
-    return parse_space(raw, str(path))
+    return path
 
 
 def parse_space(raw: Any, source: str = "<inline>") -> SearchSpace:
@@ -140,11 +147,11 @@ def parse_space(raw: Any, source: str = "<inline>") -> SearchSpace:
     method, params = raw.get("method"), raw.get("params")
     if not isinstance(method, str) or not method:
         raise SpaceError(
-            f"{source}: method: required, the registered method these params belong to (e.g. pear)"
+            f"{source}: method: required; give the registered method these params belong to (e.g. pear)"
         )
     if not isinstance(params, dict) or not params:
         raise SpaceError(
-            f"{source}: params: required, a mapping of argument name -> {{type, low, high}} or {{choices}}"
+            f"{source}: params: required; give a mapping of argument name -> {{type, low, high}} or {{choices}}"
         )
     parsed: list[Param] = []
     for name, spec in params.items():
@@ -180,6 +187,8 @@ def _numeric(name: str, kind: str, spec: dict[str, Any], where: str, when: Any) 
                 f"{where}: {key} must be {'an integer' if kind == 'int' else 'a number'}, got {value!r}"
             )
     assert low is not None and high is not None
+    if not (math.isfinite(low) and math.isfinite(high)):
+        raise SpaceError(f"{where}: low and high must be finite, got {low!r} and {high!r}")
     if low > high:
         raise SpaceError(f"{where}: low {low} > high {high}; swap them or fix the bounds")
     if not isinstance(log, bool):
@@ -187,7 +196,7 @@ def _numeric(name: str, kind: str, spec: dict[str, Any], where: str, when: Any) 
     if log and low <= 0:
         raise SpaceError(f"{where}: log: true needs low > 0, got low {low}; raise low or drop log")
     if step is not None:
-        if not isinstance(step, numbers) or isinstance(step, bool) or step <= 0:
+        if not isinstance(step, numbers) or isinstance(step, bool) or not 0 < step < math.inf:
             raise SpaceError(
                 f"{where}: step must be a positive {'integer' if kind == 'int' else 'number'}, got {step!r}"
             )
@@ -207,11 +216,13 @@ def _categorical(name: str, spec: dict[str, Any], where: str, when: Any) -> Para
             f"{where}: a categorical takes only choices (and when); remove {sorted(extra) or ['type']}"
         )
     choices = spec["choices"]
-    if not isinstance(choices, list) or not choices:
-        raise SpaceError(f"{where}: choices must be a non-empty list, e.g. [clique, ring]")
+    if not isinstance(choices, list) or not choices or len(choices) > 1000:
+        raise SpaceError(f"{where}: choices must be a non-empty list of at most 1000 values, e.g. [clique, ring]")
     for c in choices:
         if c is not None and not isinstance(c, bool | int | float | str):
-            raise SpaceError(f"{where}: choice {c!r} is not a scalar (None, bool, int, float or str)")
+            raise SpaceError(f"{where}: choice {c!r} is not a scalar; use None, true/false, a number or a string")
+        if isinstance(c, float) and not math.isfinite(c):
+            raise SpaceError(f"{where}: choice {c!r} is not a finite number; remove it")
     if len({repr(c) for c in choices}) != len(choices):
         raise SpaceError(f"{where}: choices repeat a value; list each once")
     return Param(name, "categorical", choices=tuple(choices), when=when)

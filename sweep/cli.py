@@ -6,8 +6,10 @@ written); 1 a failure while running."""
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -15,7 +17,12 @@ from rich.table import Table
 
 from sweep import data_cli
 from sweep.config import ConfigError, SweepConfig, load_config
+from sweep.ownership import DirLock
+from sweep.preflight import TrackingFailed, Unreachable, preflight
+from sweep.repair import DiskFull
+from sweep.report import cli as report_cli
 from sweep.study import cli as study_cli
+from sweep.view import cli as view_cli
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,6 +47,8 @@ def _parser() -> argparse.ArgumentParser:
 
     data_cli.add_parser(sub)
     study_cli.add_parser(sub)
+    report_cli.add_parser(sub)
+    view_cli.add_parser(sub)
     with_config("validate", "check a config; changes nothing")
     plan_cmd = with_config("plan", "show the expanded grid with episode and call counts; changes nothing")
     plan_cmd.add_argument(
@@ -57,9 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-tracking", action="store_true", help="skip MLflow")
     run.add_argument(
-        "--shard",
-        metavar="K/N",
-        help="run only the K-th of N shards of the episodes (0 <= K < N): N drivers share one output dir",
+        "--join",
+        action="store_true",
+        help="if another driver owns the output dir, help it: run only episodes nobody has claimed",
     )
     return p
 
@@ -70,17 +79,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return data_cli.run(args)
     if args.command == "study":
         return study_cli.run(args)
+    if args.command in ("report", "view"):
+        return (report_cli if args.command == "report" else view_cli).run(args)
     # Off a terminal rich assumes 80 columns; logs (ray job logs, CI) read better unwrapped.
     out = Console(soft_wrap=True) if sys.stdout.isatty() else Console(width=160, soft_wrap=True)
     err = Console(stderr=True, soft_wrap=True)
     try:
         cfg = load_config(args.config, args.overrides, args.out)
+        from sweep.plan import build_plan
+
+        plan = build_plan(cfg)  # the datasets load: an offset past the end is a config error too
         if args.command == "validate":
             out.print(f"ok: {args.config} is a valid sweep config (sweep id {cfg.identity()})")
             return 0
-        from sweep.plan import build_plan
-
-        plan = build_plan(cfg)
         if args.command == "plan":
             out.print(_plan_table(cfg, plan))
             out.print(
@@ -92,36 +103,39 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for line in estimate_lines(estimate(cfg, load_curve(args.estimate), plan)):
                     out.print(line, highlight=False)
             return 0
-        shard = _shard(args.shard)
         if args.no_tracking:
             cfg = cfg.model_copy(update={"tracking": cfg.tracking.model_copy(update={"enabled": False})})
+        # Before anything is written: the servers answer, and the output dir is ours (or joined).
+        preflight(cfg, args.tracking_uri, args.address)
+        lock = DirLock.for_output(Path(cfg.output_dir).resolve(), cfg.identity())
+        lock.acquire(args.join)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)  # plain print: one line, never wrapped
         return 2
-    return _run(cfg, plan, shard, args, out, err)  # the plan is built once
-
-
-def _shard(text: str | None) -> tuple[int, int]:
-    if text is None:
-        return (0, 1)
-    k, _, n = text.partition("/")
-    if not (k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)):
-        raise ConfigError(f"--shard {text}: give K/N with 0 <= K < N, e.g. --shard 0/4")
-    return int(k), int(n)
-
-
-def _run(
-    cfg: SweepConfig, plan: Any, shard: tuple[int, int], args: argparse.Namespace, out: Console, err: Console
-) -> int:
-    from sweep.runner import run_sweep, summary_table
-
+    except Unreachable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     try:
-        outcome = run_sweep(cfg, plan, args.tracking_uri, args.address, err, shard)
+        return _run(cfg, plan, args, out, err, lock)
+    finally:
+        lock.release()
+
+
+def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, err: Console, lock: Any) -> int:
+    from sweep.run_summary import summary_table
+    from sweep.runner import run_sweep
+
+    signal.signal(signal.SIGTERM, _interrupt)  # cleanup (engines, Ray, the lock) runs on SIGTERM too
+    try:
+        outcome = run_sweep(
+            cfg, plan, tracking_uri=args.tracking_uri, address=args.address, console=err, lock=lock
+        )
     except KeyboardInterrupt:
         err.print("interrupted: finished episodes are stored; rerun the same command to continue")
         return 1
     except Exception as e:
-        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        known = isinstance(e, DiskFull | TrackingFailed)  # their messages say what to do
+        print(f"error: {e}" if known else f"error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     simulated = all(cfg.models[m].engine == "simulated" for m in cfg.team())
     out.print(summary_table(outcome.summary, simulated))
@@ -143,6 +157,10 @@ def _run(
         )
         return 1
     return 0
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _plan_table(cfg: SweepConfig, plan: object) -> Table:

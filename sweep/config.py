@@ -3,20 +3,33 @@ every error becomes one line naming the field and the fix (`ConfigError`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from actors.registry import engine_names
+from actors.registry import check_engine_args, engine_names
 from data.registry import benchmark_names
 from debate.methods import build_method
 from debate.spec import closest, stable_hash
-
-
-class ConfigError(ValueError):
-    """A bad config or command line: one line, naming the field and the fix. Exit code 2."""
+from sweep import paths
+from sweep.errors import FIXES, ConfigError, model_or_error
+from sweep.fields import (
+    Cpus,
+    Large,
+    Name,
+    Offset,
+    Price,
+    Resource,
+    Rounds,
+    Seconds,
+    Seed,
+    Small,
+    Temperature,
+    TopP,
+)
+from sweep.yaml_limits import load_text, read_file
 
 
 class _Strict(BaseModel):
@@ -24,25 +37,25 @@ class _Strict(BaseModel):
 
 
 class Sampling(_Strict):
-    max_tokens: int = Field(512, ge=1)
-    temperature: float = Field(0.7, ge=0.0)
-    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    max_tokens: Large = 512
+    temperature: Temperature = 0.7
+    top_p: TopP = 1.0
 
 
 class ModelSpec(_Strict):
     """One named model of the pool: which engine serves it, where, and what it costs."""
 
     engine: str
-    model: str | None = None  # model path or id for the engine; defaults to the pool name
+    model: Name | None = None  # model path or id for the engine; defaults to the pool name
     args: dict[str, Any] = Field(default_factory=dict)  # passed to the engine's constructor
-    replicas: int = Field(1, ge=1)
-    num_gpus: float = Field(0.0, ge=0.0)  # per replica
-    num_cpus: float = Field(0.0, ge=0.0)  # per replica (Ray scheduling only)
-    max_concurrency: int = Field(64, ge=1)  # requests in flight per replica
+    replicas: Small = 1
+    num_gpus: Resource = 0.0  # per replica
+    num_cpus: Resource = 0.0  # per replica (Ray scheduling only)
+    max_concurrency: Large = 64  # requests in flight per replica
     sampling: Sampling = Sampling()  # frozen, so one shared default is safe
-    structured_output: bool = False  # constrain replies to the reply JSON schema (engines that can)
-    price_in: float = Field(0.0, ge=0.0)  # per million prompt tokens
-    price_out: float = Field(0.0, ge=0.0)  # per million completion tokens
+    structured_output: bool = Field(False, strict=True)  # constrain replies to the reply JSON schema
+    price_in: Price = 0.0  # per million prompt tokens
+    price_out: Price = 0.0  # per million completion tokens
 
     @field_validator("engine")
     @classmethod
@@ -53,6 +66,13 @@ class ModelSpec(_Strict):
             )
         return v
 
+    @model_validator(mode="after")
+    def _engine_args(self) -> ModelSpec:
+        # Names, types and ranges against the engine's declared arguments: a typo fails here, not
+        # after Ray and the engines have started.
+        check_engine_args(self.engine, self.model or "model", self.args)
+        return self
+
 
 def model_identity(name: str, spec: ModelSpec) -> dict[str, Any]:
     """What decides a model's outputs (not where it runs or what it costs): the cache key's model part."""
@@ -62,10 +82,10 @@ def model_identity(name: str, spec: ModelSpec) -> dict[str, Any]:
 
 class DatasetSpec(_Strict):
     name: str
-    split: str = "test"
-    limit: int | None = Field(None, ge=1)
-    offset: int = Field(0, ge=0)
-    seed: int | None = None  # shuffles the item order before offset/limit
+    split: Name = "test"
+    limit: Large | None = None
+    offset: Offset = 0
+    seed: Seed | None = None  # shuffles the item order before offset/limit
     path: str | None = None  # a local file or folder (offline); else the default benchmark dir or the hub
 
     @field_validator("name")
@@ -90,42 +110,45 @@ class MethodEntry(_Strict):
 
     @model_validator(mode="after")
     def _resolves(self) -> MethodEntry:
-        build_method(self.name, self.args)  # names, types and ranges; a did-you-mean on a typo
+        try:
+            build_method(self.name, self.args)  # names, types and ranges; a did-you-mean on a typo
+        except TypeError as e:  # e.g. a list where a name belongs: unhashable
+            raise ValueError(f"{self.name}: an argument has the wrong type ({e}); check args") from None
         return self
 
 
 class AgentEntry(_Strict):
     model: str
-    count: int = Field(1, ge=1)
+    count: Small = 1
 
 
 class Tracking(_Strict):
-    enabled: bool = True
+    enabled: bool = Field(True, strict=True)
     uri: str | None = None  # default: sqlite:///<output_dir>/mlflow.db (or MLFLOW_TRACKING_URI)
     experiment: str = "debate-sweep"
 
 
 class RayOptions(_Strict):
-    address: str | None = None  # default: RAY_ADDRESS, else a private local Ray on 127.0.0.1
-    num_cpus: int | None = Field(None, ge=1)  # for a local Ray only
+    address: Name | None = None  # default: RAY_ADDRESS, else a private local Ray on 127.0.0.1
+    num_cpus: Cpus | None = None  # for a local Ray only
     # Engines in the driver process instead of Ray actors. None: the simulated engine in-process,
     # every other engine in Ray actors; true: all in-process (one machine); false: all in Ray actors.
-    in_process: bool | None = None
-    start_timeout_s: float = Field(300.0, gt=0)  # Ray start-up, all attempts together
-    start_attempts: int = Field(3, ge=1)
+    in_process: bool | None = Field(None, strict=True)
+    start_timeout_s: Seconds = 300.0  # Ray start-up, all attempts together
+    start_attempts: Small = 3
 
 
 class SweepConfig(_Strict):
-    name: str = "sweep"
+    name: Name = "sweep"
     output_dir: str = "runs/sweep"
-    models: dict[str, ModelSpec]
-    agents: list[AgentEntry] = Field(min_length=1)  # "name" is shorthand for {model: name}
-    datasets: list[DatasetSpec] = Field(min_length=1)
-    methods: list[MethodEntry] = Field(min_length=1)  # "name" is shorthand for {name: name}
-    rounds: int = Field(2, ge=0)
-    seeds: list[int] = Field(default_factory=lambda: [0], min_length=1)
-    concurrency: int = Field(64, ge=1)  # episodes in flight at once
-    cache: bool = True  # the LLM-call cache in <output_dir>/llm_cache.sqlite
+    models: dict[Name, ModelSpec] = Field(min_length=1, max_length=1000)
+    agents: list[AgentEntry] = Field(min_length=1, max_length=1024)  # "name" is shorthand for {model: name}
+    datasets: list[DatasetSpec] = Field(min_length=1, max_length=1000)
+    methods: list[MethodEntry] = Field(min_length=1, max_length=1000)  # "name" is shorthand for {name: name}
+    rounds: Rounds = 2
+    seeds: list[Seed] = Field(default_factory=lambda: [0], min_length=1, max_length=1000)
+    concurrency: Large = 64  # episodes in flight at once
+    cache: bool = Field(True, strict=True)  # the LLM-call cache in <output_dir>/llm_cache.sqlite
     tracking: Tracking = Tracking()
     ray: RayOptions = RayOptions()
 
@@ -149,7 +172,9 @@ class SweepConfig(_Strict):
                     f"agents[{i}]: model '{name}' is not in models{closest(name, known)}; known: {', '.join(known)}"
                 )
         if len(set(self.seeds)) != len(self.seeds):
-            raise ValueError("seeds: each seed once, please")
+            raise ValueError("seeds: a seed appears twice; list each seed once")
+        if len(self.team()) > 1024:
+            raise ValueError(f"agents: {len(self.team())} seats in all; at most 1024")
         return self
 
     def team(self) -> list[str]:
@@ -169,35 +194,46 @@ class SweepConfig(_Strict):
 
 
 def read_yaml(p: Path, what: str, keys: str) -> dict[str, Any]:
-    """The mapping a config file holds; a missing file, bad YAML or another shape is a ConfigError
-    naming `what` the file should be and `keys` such a file has."""
-    if not p.is_file():
-        raise ConfigError(f"config file not found: {p} (give the path of {what})")
-    try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{p}: not valid YAML ({str(e).splitlines()[0]})") from None
+    """The mapping a config file holds, read within `sweep.yaml_limits`' limits; a missing file, bad
+    YAML or another shape is a ConfigError naming `what` the file should be and `keys` it has."""
+    raw = read_file(p, what) or {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{p}: the top level must be a mapping of keys such as {keys}")
     return raw
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None, out: str | None = None) -> SweepConfig:
-    """Read, override (`key.sub=value`, values parsed as YAML) and validate a sweep config."""
+    """Read, override (`key.sub=value`, values parsed as YAML) and validate a sweep config, and
+    check every place it names (`check_places`)."""
     p = Path(path)
     raw = read_yaml(p, "a sweep YAML, e.g. examples/quickstart.yaml", "models, agents, datasets")
     for item in overrides or []:
         apply_override(raw, item)
     if out is not None:
         raw["output_dir"] = out
-    return validate(raw)
+    return check_places(validate(raw))
 
 
 def validate(raw: dict[str, Any]) -> SweepConfig:
-    try:
-        return SweepConfig.model_validate(raw)
-    except ValidationError as e:
-        raise ConfigError(one_line(e)) from None
+    return model_or_error(SweepConfig, raw, one_line)
+
+
+def check_places(cfg: SweepConfig, urls: Mapping[str, str | None] | None = None) -> SweepConfig:
+    """ConfigError unless the output dir, the tracking URI (and `urls`, by field), the dataset paths
+    and the Ray address are places the user could mean (`sweep.paths`); `~` in the output dir is
+    expanded."""
+    out = str(paths.output_dir(cfg.output_dir))
+    for field, url in {"tracking.uri": cfg.tracking.uri, **(urls or {})}.items():
+        if url is not None:
+            paths.file_url(url, field)
+    for i, ds in enumerate(cfg.datasets):
+        if ds.path is not None:
+            paths.input_path(ds.path, f"datasets[{i}].path")
+    if cfg.ray.address is not None and cfg.ray.address not in ("auto", "local") and paths.ray_endpoint(cfg.ray.address) is None:
+        raise ConfigError(
+            f"ray.address: {cfg.ray.address!r} is not host:port, ray://host:port or auto; fix it or leave it unset"
+        )
+    return cfg.model_copy(update={"output_dir": out}) if cfg.output_dir.startswith("~") else cfg
 
 
 def apply_override(raw: dict[str, Any], item: str) -> None:
@@ -206,24 +242,31 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
         raise ConfigError(f"--set {item!r}: expected key=value, e.g. --set rounds=3")
     key, _, text = item.partition("=")
     try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
+        value = load_text(text, f"--set {key.strip()}")
+    except ConfigError as e:
+        if "not valid YAML" not in str(e):
+            raise  # over a limit (depth, aliases, size): refused, not taken as text
         value = text
     parts = key.strip().split(".")
+    if not all(parts):
+        raise ConfigError(f"--set {item!r}: empty key part; write e.g. --set datasets.0.limit=5")
     node: Any = raw
     for i, part in enumerate(parts[:-1]):
         if isinstance(node, list):
             if not part.isdigit() or int(part) >= len(node):
                 raise ConfigError(
-                    f"--set {key}: '{part}' is not an index of {'.'.join(parts[:i]) or 'the config'}"
+                    f"--set {key}: '{part}' is not an index of {'.'.join(parts[:i]) or 'the config'}; "
+                    f"use 0 to {len(node) - 1}"
                 )
             node = node[int(part)]
-        else:
+        elif isinstance(node, dict):
             node = node.setdefault(part, {})
+        else:
+            raise ConfigError(f"--set {key}: {'.'.join(parts[:i])} is a value, not a mapping; set it whole")
     last = parts[-1]
     if isinstance(node, list):
         if not last.isdigit() or int(last) >= len(node):
-            raise ConfigError(f"--set {key}: '{last}' is not an index")
+            raise ConfigError(f"--set {key}: '{last}' is not an index; use 0 to {len(node) - 1}")
         node[int(last)] = value
     elif isinstance(node, dict):
         node[last] = value
@@ -231,22 +274,8 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
         raise ConfigError(f"--set {key}: {'.'.join(parts[:-1])} is not a mapping")
 
 
-_ALL_FIELDS = sorted(
-    {
-        f
-        for m in (
-            SweepConfig,
-            ModelSpec,
-            DatasetSpec,
-            MethodEntry,
-            AgentEntry,
-            Tracking,
-            RayOptions,
-            Sampling,
-        )
-        for f in m.model_fields
-    }
-)
+_MODELS = (SweepConfig, ModelSpec, DatasetSpec, MethodEntry, AgentEntry, Tracking, RayOptions, Sampling)
+_ALL_FIELDS = sorted({f for m in _MODELS for f in m.model_fields})
 
 
 def one_line(e: ValidationError) -> str:
@@ -261,4 +290,5 @@ def one_line(e: ValidationError) -> str:
     if err["type"] == "missing":
         return f"{loc}: required key is missing; add it (see the README's config reference)"
     msg = str(err["msg"]).removeprefix("Value error, ")
-    return f"{loc}: {msg}" if loc else msg
+    fix = FIXES.get(str(err["type"]), "")
+    return f"{loc}: {msg}{fix}" if loc else f"{msg}{fix}"

@@ -129,6 +129,17 @@ def build_plan(cfg: SweepConfig) -> Plan:
             samples[i] = load_benchmark(ds.name, ds.split, ds.limit, ds.offset, ds.seed, ds.path)
         except (FileNotFoundError, KeyError, ValueError) as e:
             raise ConfigError(f"datasets[{i}] ({ds.name}): {str(e).strip(chr(39))}") from None
+        if not samples[i]:
+            raise ConfigError(
+                f"datasets[{i}].offset: {ds.offset} selects no item of {ds.name}/{ds.split}; lower offset"
+            )
+        for j in range(i):
+            same = cfg.datasets[j].name == ds.name and cfg.datasets[j].split == ds.split
+            if same and {s.id for s in samples[j]} & {s.id for s in samples[i]}:
+                raise ConfigError(
+                    f"datasets[{i}]: repeats items of datasets[{j}] ({ds.name}/{ds.split}); "
+                    "remove it or give them disjoint offset/limit"
+                )
     groups: list[Group] = []
     for entry in cfg.method_entries():
         method = build_method(entry.name, entry.args)

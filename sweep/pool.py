@@ -21,6 +21,9 @@ from debate.episode import Agent
 from debate.prompts import REPLY_SCHEMA
 from sweep.cache import CachedBackend, CallCache
 from sweep.config import ModelSpec, SweepConfig, model_identity
+from sweep.reaper import watch_descendants
+from sweep.repair import check_cache
+from sweep.sanitize import SanitizingBackend
 from sweep.scheduler import FatalError
 
 
@@ -28,12 +31,13 @@ def build_agents(
     models: Mapping[str, ModelSpec], backends: Mapping[str, Backend], cache: CallCache | None
 ) -> dict[str, Agent]:
     """One `Agent` per pool model: its engine (behind the call cache when there is one), its
-    sampling, its reply schema and its prices."""
+    sampling, its reply schema and its prices. Replies are sanitised before the cache stores them,
+    and again after it (a cache written by an older version may hold what no writer accepts)."""
     agents = {}
     for m, spec in models.items():
-        backend: Backend = backends[m]
+        backend: Backend = SanitizingBackend(backends[m])
         if cache is not None:
-            backend = CachedBackend(backend, cache, model_identity(m, spec))
+            backend = SanitizingBackend(CachedBackend(backend, cache, model_identity(m, spec)))
         schema = dict(REPLY_SCHEMA) if spec.structured_output else None
         s = spec.sampling
         agents[m] = Agent(
@@ -102,13 +106,16 @@ class EnginePool:
         return {m for m in self.models if self.cfg.models[m].engine == "simulated"}
 
     def __enter__(self) -> EnginePool:
+        out = Path(self.cfg.output_dir).resolve()
+        if self.cfg.cache:  # a corrupt cache is set aside now, not found after engines start
+            check_cache(out / "llm_cache.sqlite")
         if self.warm_math:
             from data.mathcheck import checker
 
             checker().start()  # its worker takes seconds to start: not inside the first episode's vote
+            watch_descendants()  # the math worker stops with this driver
         specs = {m: self.cfg.models[m] for m in self.models}
         lazy = {m: LazyBackend(self._starter(m)) for m in specs}
-        out = Path(self.cfg.output_dir).resolve()
         self.cache = CallCache(out / "llm_cache.sqlite") if self.cfg.cache else None
         self.agents = build_agents(specs, lazy, self.cache)
         return self
@@ -141,8 +148,10 @@ class EnginePool:
         info = init_ray(
             self.address or ray_opts.address, ray_opts.num_cpus, ray_opts.start_timeout_s, ray_opts.start_attempts
         )
+        watch_descendants()  # Ray's local processes stop with this driver
         wanted = {m: self.cfg.models[m] for m in self.models if not in_process(self.cfg, m)}
         self.remote = start_engines(wanted)
+        watch_descendants()  # the engines' worker processes too
         self.backends.update(self.remote)
         self.console.print(
             f"ray: {info['mode']}; engines ready for {', '.join(wanted)} in {time.perf_counter() - t0:.1f} s"

@@ -93,7 +93,8 @@ def round_rows(episode_id: str, diagnostics: Diagnostics, result: EpisodeResult 
 
 class Recorder:
     """The scheduler's episode callback: rows of each finished episode into `writer`; `on_row` sees
-    each episode row too (a study keeps them to score its trials)."""
+    each stored episode row too (a study keeps them to score its trials). Episodes whose rows cannot
+    be stored end up in `writer.failed`."""
 
     def __init__(
         self,
@@ -107,8 +108,8 @@ class Recorder:
     def __call__(self, task: EpisodeTask, result: EpisodeResult, diagnostics: Diagnostics) -> None:
         simulated = all(m in self.simulated for m in task.group.seats)
         row = episode_row(task, result, self.sweep_id, simulated, diagnostics)
-        self.writer.add(
+        stored = self.writer.add(
             row, turn_rows(task.episode_id, result.turns), round_rows(task.episode_id, diagnostics, result)
         )
-        if self.on_row is not None:
+        if stored and self.on_row is not None:  # an episode that cannot be stored is a failed one
             self.on_row(row)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import yaml
 from rich.console import Console
 from rich.progress import (
@@ -20,15 +21,20 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 
 from sweep import receipt
 from sweep.config import SweepConfig
+from sweep.ownership import Claims, DirLock
 from sweep.plan import EpisodeTask, Group, Plan, build_plan
 from sweep.pool import EnginePool
+from sweep.preflight import TrackingFailed, preflight
 from sweep.records import Recorder
+from sweep.repair import MIN_FREE_BYTES, DiskFull, free_bytes, is_disk_full
 from sweep.results import BufferedWriter, ResultStore
+from sweep.run_summary import summarize
 from sweep.scheduler import RunStats, run_tasks
+
+WAIT_POLL_S = 1.0  # how often an owner looks whether its workers' episodes are stored
 
 
 @dataclass
@@ -56,32 +62,65 @@ def run_sweep(
     tracking_uri: str | None = None,
     address: str | None = None,
     console: Console | None = None,
-    shard: tuple[int, int] = (0, 1),
+    lock: DirLock | None = None,
+    join: bool = False,
 ) -> SweepOutcome:
-    """Run every episode of the sweep that is not stored yet, then log the sweep to MLflow.
-    `shard=(k, n)`: only the episodes whose id falls in the k-th of n shards, so that n drivers
-    (one per core or machine) share a sweep's output dir, each running its part."""
+    """Run every episode of the sweep that is not stored yet, then log the sweep to MLflow. The
+    output dir is owned for the whole run (`lock`, taken here when not given; `join`: help its
+    owner as a worker, which runs only unclaimed episodes and logs nothing)."""
     console = console or Console(stderr=True)
     plan = plan or build_plan(cfg)
     out = Path(cfg.output_dir).resolve()
-    write_resolved_config(cfg, out)
-    store = ResultStore(out)
-    done = store.done_ids()
-    if shard != (0, 1):
-        k, n = shard
-        done |= {t.episode_id for t in plan.tasks if int(t.episode_id[:8], 16) % n != k}  # others' shards
-    # Per group, how many of its episodes are still to run; the tasks themselves are made lazily.
-    left = {g.key: sum(t.episode_id not in done for t in g.tasks()) for g in plan.groups}
-    n_todo = sum(left.values())
-    outcome = SweepOutcome(out, len(plan.tasks), len(plan.tasks) - n_todo, None, None, None)
-    if not n_todo:
-        console.print(f"[green]all {len(plan.tasks)} episodes are already done[/]: no model call made")
-    else:
-        groups = [g for g in plan.groups if left[g.key]]
-        todo = (t for g in groups for t in g.tasks() if t.episode_id not in done)
-        outcome.stats = _run_episodes(cfg, groups, todo, n_todo, store, address, console)
+    if lock is not None:
+        return _run_owned(cfg, plan, tracking_uri, address, console, lock)
+    preflight(cfg, tracking_uri, address)
+    lock = DirLock.for_output(out, cfg.identity())
+    lock.acquire(join)
+    try:
+        return _run_owned(cfg, plan, tracking_uri, address, console, lock)
+    finally:
+        lock.release()
 
-    _track(cfg, plan, store, outcome, tracking_uri, console)
+
+def _run_owned(
+    cfg: SweepConfig, plan: Plan, tracking_uri: str | None, address: str | None, console: Console, lock: DirLock
+) -> SweepOutcome:
+    out = Path(cfg.output_dir).resolve()
+    worker = lock.role == "worker"
+    if not worker:
+        write_resolved_config(cfg, out)
+    store = ResultStore(out, orphans_before=lock.clean_before())
+    claims = Claims(out)
+    done = store.done_ids()
+    # Per group, how many of its episodes are still to run; the tasks themselves are made lazily.
+    held = claims.held_by_others(claims.claimed() - done)
+    left, n_held = _left(plan, done, held)
+    n_todo = sum(left.values())
+    outcome = SweepOutcome(out, len(plan.tasks), len(plan.tasks) - n_todo - n_held, None, None, None)
+    if not n_todo and not n_held:
+        console.print(f"[green]all {len(plan.tasks)} episodes are already done[/]: no model call made")
+    elif n_todo:
+        groups = [g for g in plan.groups if left[g.key]]
+        skip = done | held
+        todo = (t for g in groups for t in g.tasks() if t.episode_id not in skip)
+        try:
+            outcome.stats = _run_episodes(cfg, groups, todo, n_todo, store, address, console, claims)
+        except BaseException:
+            with contextlib.suppress(Exception):  # let a worker (or the rerun) have what we gave up
+                claims.release(claims.mine - store.done_ids())
+            raise
+    if worker:
+        console.print("worker: done with the unclaimed episodes; the owner of the output dir logs to MLflow")
+        outcome.summary = summarize(plan, store)
+        return outcome
+    _settle(plan, store, claims, lock, outcome, console)
+    try:
+        _track(cfg, plan, store, outcome, tracking_uri, console)
+    except Exception as e:  # noqa: BLE001 - MLflow's and the network's errors vary; the results are safe
+        raise TrackingFailed(
+            f"tracking: logging to MLflow failed ({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}); "
+            f"the results are stored in {out}; rerun once the tracking server is back, or pass --no-tracking"
+        ) from e
     outcome.summary = summarize(plan, store)
     return outcome
 
@@ -109,6 +148,44 @@ def _track(
         receipt.write(*facts, store.part_names(), outcome.parent_run_id)
 
 
+def _left(plan: Plan, done: set[str], held: set[str]) -> tuple[dict[str, int], int]:
+    """Per group, how many of its episodes are still to run here; and how many of the plan's
+    episodes other live drivers hold."""
+    left, n_held = {}, 0
+    for g in plan.groups:
+        n = 0
+        for t in g.tasks():
+            if t.episode_id in held:
+                n_held += 1
+            elif t.episode_id not in done:
+                n += 1
+        left[g.key] = n
+    return left, n_held
+
+
+def _settle(
+    plan: Plan, store: ResultStore, claims: Claims, lock: DirLock, outcome: SweepOutcome, console: Console
+) -> None:
+    """Wait for the episodes that live workers are running; episodes left unstored by a driver that
+    stopped become failures (a rerun runs them). Claims go once every episode is stored."""
+    ids = {t.episode_id for t in plan.tasks}
+    said = False
+    while held := claims.held_by_others(missing := ids - store.done_ids()):
+        if not said:
+            console.print(f"waiting for {len(held)} episode(s) that worker(s) are running")
+            said = True
+        time.sleep(WAIT_POLL_S)
+    failed = {f.split(":", 1)[0] for f in outcome.stats.failures} if outcome.stats else set()
+    claims.release(missing)
+    if missing - failed:
+        outcome.stats = outcome.stats or RunStats(total=0)
+        outcome.stats.failures.append(
+            f"{len(missing - failed)} episode(s) claimed by a driver that stopped are not stored; rerun to run them"
+        )
+    if not missing and not lock.workers_alive():
+        claims.clear()
+
+
 def _run_episodes(
     cfg: SweepConfig,
     groups: list[Group],
@@ -117,6 +194,7 @@ def _run_episodes(
     store: ResultStore,
     address: str | None,
     console: Console,
+    claims: Claims,
 ) -> RunStats:
     used = sorted({m for g in groups for m in g.seats})
     math = any(s.kind == "math" for g in groups for s in g.samples)
@@ -142,16 +220,19 @@ def _run_episodes(
         started = seconds_since_start()
         if started is not None:
             console.print(f"first episodes start {started:.1f} s after the command started")
-        stats = asyncio.run(run_tasks(todo, pool.agents, record, cfg.concurrency, show, n_todo))
+        gate = SpaceGate(store.out_dir, claims)
+        stats = asyncio.run(run_tasks(todo, pool.agents, record, cfg.concurrency, show, n_todo, claim=gate))
+    if gate.full is not None:
+        raise DiskFull(store.out_dir, f"{gate.full}; {stats.done} episode(s) stored before it stopped")
+    # Episodes that ran but could not be stored are failed ones (the writer says why).
+    stats.done -= len(writer.failed)
+    stats.failures += writer.failed
     rate = f" ({stats.calls / stats.wall_s:,.0f} calls/s)" if stats.wall_s > 0 else ""
     console.print(f"{stats.done} episodes, {stats.calls:,} calls in {stats.wall_s:.1f} s{rate}")
     if pool.cache is not None:
         stats.cache_hits = pool.cache.hits
         console.print(pool.cache_line())
     return stats
-
-
-_SUMMED = ("correct", "prompt_tokens", "completion_tokens", "calls", "cost", "parse_failures", "cache_hits")
 
 
 def seconds_since_start() -> float | None:
@@ -164,73 +245,24 @@ def seconds_since_start() -> float | None:
     return uptime - ticks / os.sysconf("SC_CLK_TCK")
 
 
-def summarize(plan: Plan, store: ResultStore) -> list[dict[str, Any]]:
-    """Per (method spec, dataset): episodes, accuracy (mean over seeds' episodes), tokens and calls per task."""
-    keys: dict[tuple[str, str], int] = {}  # in plan order
-    ids: list[str] = []
-    which: list[int] = []
-    for g in plan.groups:
-        k = keys.setdefault((g.method.label, f"{g.dataset.name}/{g.dataset.split}"), len(keys))
-        for s in g.samples:
-            ids.append(g.episode_id(s))
-            which.append(k)
-    planned = pl.DataFrame({"episode_id": ids, "_key": which}, schema={"episode_id": pl.String, "_key": pl.Int64})
-    mine = planned.join(store.episodes(_SUMMED), on="episode_id")
-    agg = mine.group_by("_key").agg(
-        pl.len().alias("episodes"),
-        pl.col("correct").mean().alias("accuracy"),
-        (pl.col("prompt_tokens") + pl.col("completion_tokens")).mean().alias("tokens/task"),
-        pl.col("calls").mean().alias("calls/task"),
-        pl.col("cost").mean().alias("cost/task"),
-        pl.col("parse_failures").sum().alias("parse_fail"),
-        pl.col("cache_hits").sum().alias("cache_hits"),
-    )
-    by_key = {r["_key"]: r for r in agg.to_dicts()}
-    rows = []
-    for (method, dataset), k in keys.items():
-        if k in by_key:
-            r = by_key[k]
-            rows.append(
-                {
-                    "method": method,
-                    "dataset": dataset,
-                    "episodes": int(r["episodes"]),
-                    "accuracy": float(r["accuracy"]),
-                    "tokens/task": float(r["tokens/task"]),
-                    "calls/task": float(r["calls/task"]),
-                    "cost/task": float(r["cost/task"]),
-                    "parse_fail": int(r["parse_fail"]),
-                    "cache_hits": int(r["cache_hits"]),
-                }
-            )
-    return rows
+class SpaceGate:
+    """The scheduler's `claim`: an episode starts once this driver claims it, and none starts
+    once the disk holding the results is (nearly) full."""
 
+    def __init__(self, out_dir: Path, claims: Claims) -> None:
+        self.out_dir, self.claims = out_dir, claims
+        self.full: str | None = None
 
-def summary_table(rows: list[dict[str, Any]], simulated: bool) -> Table:
-    title = "results (simulated agents)" if simulated else "results"
-    table = Table(title=title)
-    for col in (
-        "method",
-        "dataset",
-        "episodes",
-        "accuracy",
-        "tokens/task",
-        "calls/task",
-        "cost/task",
-        "parse_fail",
-        "cache_hits",
-    ):
-        table.add_column(col, justify="left" if col in ("method", "dataset") else "right")
-    for r in rows:
-        table.add_row(
-            r["method"],
-            r["dataset"],
-            str(r["episodes"]),
-            f"{r['accuracy']:.3f}",
-            f"{r['tokens/task']:.0f}",
-            f"{r['calls/task']:.1f}",
-            f"{r['cost/task']:.6f}",
-            str(r["parse_fail"]),
-            str(r["cache_hits"]),
-        )
-    return table
+    def __call__(self, task: Any) -> bool:
+        free = free_bytes(self.out_dir)
+        if self.full is None and free is not None and free < MIN_FREE_BYTES:
+            self.full = f"{free // 1024} KB free, no new episode started"
+        if self.full is not None:
+            return False
+        try:
+            return self.claims.take(task.episode_id)
+        except OSError as e:
+            if not is_disk_full(e):
+                raise
+            self.full = f"claiming an episode failed ({e.strerror or e})"
+            return False

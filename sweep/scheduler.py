@@ -35,6 +35,7 @@ class RunStats:
     tokens: int = 0
     calls: int = 0
     cache_hits: int = 0
+    skipped: int = 0  # claimed by another driver when their turn came
     failures: list[str] = field(default_factory=list)
     wall_s: float = 0.0  # from the first episode's start to the last one's end
 
@@ -60,10 +61,13 @@ async def run_tasks(
     concurrency: int,
     on_progress: Callable[[RunStats], None] = lambda s: None,
     total: int | None = None,
+    claim: Callable[[EpisodeTask], bool] | None = None,
 ) -> RunStats:
     """Run `tasks` with at most `concurrency` episodes in flight, calling `on_episode` for each one
     that finishes. A failing episode is recorded and skipped (nothing is handed on, so a rerun
-    retries it); the others go on. `total` (for the progress bar) defaults to `len(tasks)`."""
+    retries it); the others go on. `claim`, asked as an episode is about to start, may say another
+    driver has it: the episode is then skipped (counted in `skipped`). `total` (for the progress
+    bar) defaults to `len(tasks)`."""
     if total is None:
         total = len(tasks) if isinstance(tasks, Sized) else 0
     stats = RunStats(total=total)
@@ -80,6 +84,9 @@ async def run_tasks(
     async def worker() -> None:
         # Workers share one iterator; `next` never awaits, so no two workers take the same task.
         for task in pending:
+            if claim is not None and not claim(task):
+                stats.skipped += 1
+                continue
             try:
                 result, diagnostics = await run_one(task, agents)
             except FatalError:

@@ -279,12 +279,12 @@ def test_retries_give_up_after_max_retries(server: FakeServer) -> None:
 
 
 def test_connection_refused_is_retried_then_fails_clearly() -> None:
-    with socket.socket() as s:  # a port with nothing listening
+    with socket.socket() as s:  # bound but not listening: refused, and no one else can take the port
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    b = OpenAIBackend("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=2, backoff_s=0.01)
-    with pytest.raises(RetriesExhausted, match="failed 3 times") as err:
-        run(b, [req()])
+        b = OpenAIBackend("m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=2, backoff_s=0.01)
+        with pytest.raises(RetriesExhausted, match="failed 3 times") as err:
+            run(b, [req()])
     assert err.value.status is None and "Connect" in str(err.value)
 
 
@@ -299,11 +299,11 @@ def test_other_4xx_fail_fast_without_the_key(server: FakeServer, status: int) ->
 
 
 def test_failure_cancels_the_rest_of_the_batch(server: FakeServer) -> None:
-    server.hold_s = 2.0
+    server.hold_s = 120.0  # far longer than any machine load could stretch the rest of the test
     start = time.perf_counter()
     with pytest.raises(HTTPStatusError):
         run(make(server), [req("act:hold"), req("act:400"), req("act:hold")])
-    assert time.perf_counter() - start < 1.5  # did not wait for the held requests
+    assert time.perf_counter() - start < 60  # did not wait for the held requests
 
 
 def test_missing_usage_is_reported_as_zero_and_flagged(server: FakeServer) -> None:

@@ -141,16 +141,49 @@ def test_the_scheduler_keeps_at_most_concurrency_episodes_in_flight(tmp_path: Pa
     assert worst[0] == 3  # never a task taken before a worker was free for it
 
 
-def test_shards_split_the_sweep_between_drivers(tmp_path: Path) -> None:
-    from sweep.cli import main
+
+def test_the_scheduler_skips_what_another_driver_claimed(tmp_path: Path) -> None:
+    from sweep.pool import EnginePool
+    from sweep.scheduler import run_tasks
+
+    cfg = config(tmp_path, "out", models={"sim": {"engine": "simulated"}}, agents=["sim"])
+    tasks = list(build_plan(cfg).tasks)
+    asked: list[str] = []
+    ran: list[str] = []
+
+    def claim(task: Any) -> bool:
+        asked.append(task.episode_id)
+        return len(asked) % 3 != 0  # every third one is another driver's
+
+    with EnginePool(cfg, ["sim"]) as pool:
+        stats = asyncio.run(run_tasks(iter(tasks), pool.agents, lambda t, *_: ran.append(t.episode_id), 2, claim=claim))
+    assert sorted(asked) == sorted(t.episode_id for t in tasks)  # each asked once, as its turn came
+    assert stats.skipped == 10 and stats.done == 20 and set(ran) == set(asked) - set(asked[2::3])
+
+
+def test_a_joined_worker_runs_only_what_no_live_driver_holds(tmp_path: Path) -> None:
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    from sweep.ownership import DirLock, start_ticks
     from sweep.runner import run_sweep
 
     cfg = config(tmp_path, "out")
-    planned = {t.episode_id for t in build_plan(cfg).tasks}
-    first = run_sweep(cfg, shard=(0, 2))
-    mine = ResultStore(first.out_dir).done_ids()
-    assert first.stats is not None and 0 < len(mine) < len(planned)
-    second = run_sweep(cfg, shard=(1, 2))
-    assert second.stats is not None and second.stats.done == len(planned) - len(mine)
-    assert ResultStore(first.out_dir).done_ids() == planned
-    assert main(["run", str(tmp_path / "out.yaml"), "--shard", "2/2"]) == 2
+    ids = [t.episode_id for t in build_plan(cfg).tasks]
+    owner = DirLock.for_output(tmp_path / "out", cfg.identity())
+    owner.acquire()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        held = {"host": socket.gethostname(), "pid": sleeper.pid, "started": start_ticks(sleeper.pid)}
+        (tmp_path / "out" / "claims").mkdir(parents=True)
+        for eid in ids[:4]:
+            (tmp_path / "out" / "claims" / eid).write_text(json.dumps(held))
+        outcome = run_sweep(cfg, join=True)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        owner.release()
+    assert outcome.stats is not None and outcome.stats.done == len(ids) - 4
+    assert ResultStore(tmp_path / "out").done_ids() == set(ids[4:])  # the held ones were left alone

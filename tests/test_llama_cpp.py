@@ -210,10 +210,12 @@ class _Probe:
         self.log = log
         self.lock = lock
 
-    def work(self, seconds: float) -> int:
+    def work(self, seconds: float, meet: threading.Barrier | None = None) -> int:
         with self.lock:
             self.busy += 1
             self.log.append(self.busy)
+        if meet is not None:  # returns only once another call is running at the same time
+            meet.wait(timeout=30)
         time.sleep(seconds)
         with self.lock:
             self.busy -= 1
@@ -226,14 +228,14 @@ def test_pool_never_shares_an_instance_and_fills_both() -> None:
     probes = [_Probe(log, lock), _Probe(log, lock)]
     pool = InstancePool(probes)
 
-    async def main() -> list[int]:
-        return await asyncio.gather(*(pool.run(lambda p: p.work(0.05)) for _ in range(6)))
+    meet = threading.Barrier(2)  # calls pass it in pairs: a pool that never overlapped calls would break it
 
-    start = time.perf_counter()
+    async def main() -> list[int]:
+        return await asyncio.gather(*(pool.run(lambda p: p.work(0.01, meet)) for _ in range(6)))
+
     used = asyncio.run(main())
     assert max(log) == 1  # no instance ever ran two calls at once
-    assert set(used) == {id(p) for p in probes}  # both served
-    assert time.perf_counter() - start < 6 * 0.05  # and they overlapped
+    assert set(used) == {id(p) for p in probes}  # both served, and (the barrier) always two at once
 
 
 def test_a_cancelled_call_frees_its_instance_only_when_its_thread_ends() -> None:

@@ -185,3 +185,10 @@ def _check_invariants(reply: Reply) -> None:
     assert reply.answer is None or (reply.answer == reply.answer.strip() and reply.answer != "")
     assert isinstance(reply.reasoning, str)
     assert all(isinstance(k, str) for k in reply.extra)
+
+
+def test_a_list_or_object_where_one_answer_is_expected_gives_no_answer() -> None:
+    # cut-off JSON falls back to the answer line: a list there is several answers, not its first item
+    assert parse_reply('{"answer": [4, 2, 1, 2, 3], "confidence": 3').answer is None
+    assert parse_reply('{"reasoning": "r", "answer": {"a": 1}, "confidence": 3').answer is None
+    assert parse_reply('{"answer": 42, "confidence": 3').answer == "42"

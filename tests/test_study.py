@@ -281,7 +281,8 @@ def test_four_drivers_share_one_journal_without_lock_errors_or_lost_trials(
         parallel=2,
         method={"name": "pear", "args": {"mc_permutations": 8}},
     )
-    cmd = study_cmd(str(path), "--address", ray_head.address, "--no-tracking")
+    # --join: a second driver on one output dir is refused unless it asks to share the study.
+    cmd = study_cmd(str(path), "--address", ray_head.address, "--no-tracking", "--join")
     procs = [
         subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(4)

@@ -7,6 +7,8 @@ Exit codes as for `sweep run`: 0 success; 2 a bad config or usage (one line, not
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +19,8 @@ from rich.console import Console
 from rich.table import Table
 
 from sweep.config import ConfigError, validate
+from sweep.ownership import DirLock
+from sweep.preflight import Unreachable, check_ray_address, check_tracking
 from sweep.study.config import StudySetup, is_test_split, load_study
 
 
@@ -46,6 +50,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI, else sqlite in --out)"
     )
     s.add_argument("--no-tracking", action="store_true", help="skip MLflow")
+    s.add_argument(
+        "--join", action="store_true", help="if another driver runs this study here, share its trials"
+    )
     s.add_argument(
         "--validate", action="store_true", help="check the study config and its space; run nothing"
     )
@@ -83,17 +90,54 @@ def run(args: argparse.Namespace) -> int:
     return _run(setup, args)
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def _run(setup: StudySetup, args: argparse.Namespace) -> int:
-    from sweep.pool import EnginePool
-    from sweep.runner import write_resolved_config
     from sweep.study.runner import StudyRunner
 
     err = Console(stderr=True, soft_wrap=True)
+    locks: list[DirLock] = []
     try:
+        # Before anything is written: the servers answer; the output dir and the storage are ours.
+        if setup.cfg.tracking.enabled and not args.no_tracking:
+            check_tracking(args.tracking_uri or setup.cfg.tracking.uri or os.environ.get("MLFLOW_TRACKING_URI"))
+        check_ray_address(args.address or setup.base.ray.address)
+        for lock in study_locks(setup):
+            lock.acquire(args.join)
+            locks.append(lock)
         runner = StudyRunner(setup, err)
-    except ConfigError as e:
+    except (ConfigError, Unreachable) as e:
+        for lock in locks:
+            lock.release()
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return 2 if isinstance(e, ConfigError) else 1
+    try:
+        return _run_locked(setup, args, runner, err)
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def study_locks(setup: StudySetup) -> list[DirLock]:
+    """The output dir's lock, and one next to a storage file that lives elsewhere."""
+    locks = [DirLock.for_output(setup.out, setup.fingerprint())]
+    url = setup.storage_url()
+    local = url.removeprefix("journal:") if url.startswith("journal:") else None
+    if url.startswith("sqlite:///"):
+        local = url.removeprefix("sqlite:///").split("?")[0]
+    if local and setup.out not in Path(local).resolve().parents:
+        path = Path(local).resolve()
+        locks.append(DirLock(path.with_name(path.name + ".owner"), f"storage {url}", setup.fingerprint()))
+    return locks
+
+
+def _run_locked(setup: StudySetup, args: argparse.Namespace, runner: Any, err: Console) -> int:
+    from sweep.pool import EnginePool
+    from sweep.runner import write_resolved_config
+
+    signal.signal(signal.SIGTERM, _interrupt)  # cleanup (engines, Ray, the locks) runs on SIGTERM too
     write_resolved_config(setup.base, setup.out)
     resolved = yaml.safe_dump(setup.cfg.model_dump(mode="json"), sort_keys=False)
     (setup.out / "study.resolved.yaml").write_text(resolved, encoding="utf-8")
@@ -109,7 +153,12 @@ def _run(setup: StudySetup, args: argparse.Namespace) -> int:
     except Exception as e:  # noqa: BLE001 - the CLI's last line of defence: one line, exit 1
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
         status, code = "FAILED", 1
-    _report(setup, runner, status, err)
+    try:
+        _report(setup, runner, status, err)
+    except Exception as e:  # noqa: BLE001 - e.g. the tracking server went away; the study is stored
+        print(f"error: reporting failed ({type(e).__name__}: {str(e)[:200]}); the study is stored, "
+              "rerun to log it, or pass --no-tracking", file=sys.stderr)  # fmt: skip
+        code = 1
     return code
 
 

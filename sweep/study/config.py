@@ -12,9 +12,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from debate.spec import Registry, closest, stable_hash
-from search_spaces import SearchSpace, SpaceError, load_space, parse_space
-from sweep.config import ConfigError, SweepConfig, Tracking, apply_override, one_line, read_yaml, validate
+from search_spaces import SearchSpace, SpaceError, find_space, parse_space
+from sweep.config import SweepConfig, Tracking, apply_override, check_places, one_line, read_yaml, validate
+from sweep.errors import ConfigError, model_or_error
+from sweep.fields import Large, Name, Seconds, Small
 from sweep.study.spaces import check_method
+from sweep.yaml_limits import read_file
 
 # objective name -> (direction, the key of `sweep.metrics.group_metrics` it reads)
 Direction = Literal["maximize", "minimize"]
@@ -111,7 +114,7 @@ class Named(_Strict):
 
 
 class StudyConfig(_Strict):
-    name: str = "study"  # the Optuna study name and the MLflow parent run's name
+    name: Name = "study"  # the Optuna study name and the MLflow parent run's name
     output_dir: str = "runs/study"  # results store, journal, plots; replaces the base sweep's output_dir
     sweep: str  # the base sweep YAML (relative to this file): models, agents, datasets, rounds, seeds
     overrides: list[str] = Field(default_factory=list)  # `key=value` applied to the base sweep
@@ -120,13 +123,13 @@ class StudyConfig(_Strict):
     objectives: list[str] = Field(default_factory=lambda: ["accuracy"], min_length=1)
     sampler: Named = Named(name="tpe")
     pruner: Named | None = None  # single objective only; steps are the trial's episodes
-    n_trials: int = Field(20, ge=1)  # finished trials the study aims at, over every driver
-    parallel: int = Field(4, ge=1)  # trials in flight at once in one driver
+    n_trials: Large = 20  # finished trials the study aims at, over every driver
+    parallel: Small = 4  # trials in flight at once in one driver
     storage: str | None = None  # default: journal file <output_dir>/study.journal; or an RDB URL
-    allow_test_split: bool = False  # tuning on test leaks the held-out set; refuse unless asked
+    allow_test_split: bool = Field(False, strict=True)  # tuning on test leaks the held-out set
     tracking: Tracking = Tracking(experiment="debate-sweep-studies")
-    heartbeat_s: float = Field(30.0, gt=0)  # how often a driver marks its running trials alive
-    stale_after_s: float = Field(600.0, gt=0)  # a running trial of a silent driver on another host
+    heartbeat_s: Seconds = 30.0  # how often a driver marks its running trials alive
+    stale_after_s: Seconds = 600.0  # a running trial of a silent driver on another host
 
     @field_validator("method", "sampler", "pruner", mode="before")
     @classmethod
@@ -142,7 +145,7 @@ class StudyConfig(_Strict):
                     f"unknown objective '{name}'{closest(name, list(OBJECTIVES))}; known: {', '.join(OBJECTIVES)}"
                 )
         if len(set(v)) != len(v):
-            raise ValueError("list each objective once")
+            raise ValueError("an objective appears twice; list each objective once")
         return v
 
     @model_validator(mode="after")
@@ -151,7 +154,7 @@ class StudyConfig(_Strict):
             if entry is not None:
                 try:
                     reg.resolve(entry.name, entry.args)
-                except ValueError as e:
+                except (ValueError, TypeError) as e:
                     raise ValueError(f"{field}: {e}") from None
         multi = len(self.objectives) > 1
         if multi and self.pruner is not None:
@@ -225,21 +228,23 @@ def load_study(
     raw.setdefault("overrides", [])
     if isinstance(raw["overrides"], list):
         raw["overrides"] = [*raw["overrides"], *(base_sets or [])]
-    try:
-        cfg = StudyConfig.model_validate(raw)
-    except ValidationError as e:
-        raise ConfigError(_one_line(e)) from None
+    cfg = model_or_error(StudyConfig, raw, _one_line)
     try:
         if isinstance(cfg.search_space, dict):
             space = parse_space(cfg.search_space, f"{p}: search_space")
         else:
-            space = load_space(cfg.search_space, p.parent)
+            found = find_space(cfg.search_space, p.parent)
+            space = parse_space(read_file(found, "a search space YAML"), str(found))
         check_method(space, cfg.method.name, cfg.method.args)
     except SpaceError as e:
         raise ConfigError(str(e)) from None
+    except (TypeError, ValueError, RecursionError) as e:  # a space shape the parser did not expect
+        raise ConfigError(f"search_space: {type(e).__name__}: {str(e)[:200]}; check its params") from None
     base = _base_sweep(cfg, p.parent)
     _check_split(base, cfg.allow_test_split)
-    return StudySetup(cfg, base, space, p)
+    setup = StudySetup(cfg, base, space, p)
+    check_places(base, {"tracking.uri": cfg.tracking.uri, "storage": cfg.storage and setup.storage_url()})
+    return setup
 
 
 def _one_line(e: ValidationError) -> str:

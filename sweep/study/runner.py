@@ -195,7 +195,7 @@ class StudyRunner:
                     stats = await run_tasks([task], self.agents, record, 1)
                 self.writer.flush_if_due()
                 self.outcome.episodes_run += stats.done
-                if stats.failures:
+                if stats.failures or eid not in self.rows:  # not stored (the writer says why): failed
                     return None
             finally:
                 self.running.pop(eid).set_result(None)

@@ -1,0 +1,125 @@
+"""The call cache's key sees every field that decides a completion — the model's identity with its
+engine args, every sampling field, the messages, the seed and the output schema — and nothing else:
+changing any decisive field misses, changing hints or where results go hits. `model_identity` keeps
+what decides a model's outputs and drops what does not (replicas, resources, prices)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from actors.base import ChatRequest, Completion, Message
+from sweep.cache import CachedBackend, CallCache, request_key
+from sweep.config import ModelSpec, model_identity
+
+BASE = ChatRequest(
+    messages=(Message("system", "be brief"), Message("user", "What is 6 * 7?")),
+    max_tokens=64,
+    temperature=0.7,
+    top_p=0.9,
+    seed=5,
+    json_schema={"type": "object", "properties": {"answer": {"type": "string"}}},
+    hints={"agent": 1, "round": 0},
+)
+IDENTITY = {"name": "m", "engine": "simulated", "model": "m", "args": {"skill": 0.5}}
+
+# One change per field that decides a completion.
+DECISIVE: dict[str, Any] = {
+    "max_tokens": lambda r: replace(r, max_tokens=65),
+    "temperature": lambda r: replace(r, temperature=0.0),
+    "top_p": lambda r: replace(r, top_p=1.0),
+    "seed": lambda r: replace(r, seed=6),
+    "seed None": lambda r: replace(r, seed=None),
+    "schema": lambda r: replace(r, json_schema=None),
+    "schema body": lambda r: replace(r, json_schema={"type": "object"}),
+    "message text": lambda r: replace(r, messages=(r.messages[0], Message("user", "What is 6 * 8?"))),
+    "message role": lambda r: replace(r, messages=(Message("user", "be brief"), r.messages[1])),
+    "message count": lambda r: replace(r, messages=r.messages[1:]),
+}
+
+
+def test_each_decisive_field_changes_the_key() -> None:
+    base = request_key(IDENTITY, BASE)
+    keys = {name: request_key(IDENTITY, change(BASE)) for name, change in DECISIVE.items()}
+    assert all(k != base for k in keys.values()), [n for n, k in keys.items() if k == base]
+    assert len(set(keys.values())) == len(keys)
+
+
+def test_the_model_identity_is_part_of_the_key() -> None:
+    base = request_key(IDENTITY, BASE)
+    for changed in (
+        {**IDENTITY, "args": {"skill": 0.6}},
+        {**IDENTITY, "args": {}},
+        {**IDENTITY, "model": "other"},
+        {**IDENTITY, "engine": "vllm"},
+        {**IDENTITY, "name": "m2"},
+    ):
+        assert request_key(changed, BASE) != base, changed
+
+
+@settings(max_examples=60, deadline=None)
+@given(hints=st.dictionaries(st.text(max_size=8), st.integers() | st.text(max_size=8), max_size=4))
+def test_hints_never_change_the_key(hints: dict[str, Any]) -> None:
+    assert request_key(IDENTITY, replace(BASE, hints=hints)) == request_key(IDENTITY, BASE)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    max_tokens=st.integers(1, 4096),
+    temperature=st.floats(0, 2, allow_nan=False),
+    top_p=st.floats(0.01, 1, allow_nan=False),
+    seed=st.none() | st.integers(0, 2**31 - 1),
+    text=st.text(max_size=40),
+)
+def test_any_two_requests_differing_in_a_decisive_field_get_different_keys(
+    max_tokens: int, temperature: float, top_p: float, seed: int | None, text: str
+) -> None:
+    req = ChatRequest((Message("user", text),), max_tokens, temperature, top_p, seed)
+    other = ChatRequest((Message("user", text + "."),), max_tokens, temperature, top_p, seed)
+    assert request_key(IDENTITY, req) != request_key(IDENTITY, other)
+    assert request_key(IDENTITY, req) == request_key(IDENTITY, replace(req, hints={"x": 1}))
+
+
+def spec(**kw: Any) -> ModelSpec:
+    return ModelSpec(**({"engine": "simulated", "args": {"skill": 0.5}} | kw))
+
+
+def test_model_identity_keeps_what_decides_outputs_only() -> None:
+    base = model_identity("m", spec())
+    assert base == {"name": "m", "engine": "simulated", "model": None, "args": {"skill": 0.5}}
+    for same in (spec(replicas=3), spec(num_cpus=2), spec(max_concurrency=8), spec(price_in=1.0, price_out=2.0)):
+        assert model_identity("m", same) == base
+    assert model_identity("m", spec(args={"skill": 0.6})) != base
+    assert model_identity("m", spec(model="other")) != base
+
+
+class Counting:
+    def __init__(self) -> None:
+        self.requests = 0
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        self.requests += len(requests)
+        return [Completion("42", 10, 2) for _ in requests]
+
+
+def test_a_rerun_with_changed_model_args_runs_the_engine_again(tmp_path: Path) -> None:
+    cache = tmp_path / "out" / "llm_cache.sqlite"
+    engine = Counting()
+    for args, expected in (({"skill": 0.5}, 1), ({"skill": 0.5}, 1), ({"skill": 0.9}, 2)):
+        backend = CachedBackend(engine, CallCache(cache), model_identity("m", spec(args=args)))
+        asyncio.run(backend.generate([BASE]))
+        backend.cache.close()
+        assert engine.requests == expected, args
+    # where results go is not part of the key: the same cache file under another output dir hits
+    moved = tmp_path / "elsewhere" / "llm_cache.sqlite"
+    moved.parent.mkdir()
+    cache.rename(moved)
+    backend = CachedBackend(engine, CallCache(moved), model_identity("m", spec(args={"skill": 0.9})))
+    asyncio.run(backend.generate([BASE]))
+    assert engine.requests == 2
