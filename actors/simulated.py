@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import lru_cache, partial
@@ -54,9 +55,16 @@ from actors.sim_text import elaborate, payload, render, same
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 # Calibrated confidence 1..5: overlapping, so confidence is evidence of correctness but not proof.
-_CONF_RIGHT = np.cumsum([0.0, 0.05, 0.15, 0.40, 0.40])  # cumulative, for searchsorted
-_CONF_WRONG = np.cumsum([0.15, 0.30, 0.30, 0.20, 0.05])
-_CONF_UNIFORM = np.cumsum([0.2] * 5)
+# Cumulative, for a bisection (as floats: `bisect_right` on them is `np.searchsorted(side="right")`).
+_CONF_RIGHT = np.cumsum([0.0, 0.05, 0.15, 0.40, 0.40]).tolist()
+_CONF_WRONG = np.cumsum([0.15, 0.30, 0.30, 0.20, 0.05]).tolist()
+_CONF_UNIFORM = np.cumsum([0.2] * 5).tolist()
+
+
+@lru_cache(maxsize=64)
+def _popularity(k: int) -> list[float]:
+    """Cumulative popularity of `k` distractors: the first is the common misconception."""
+    return np.cumsum(0.55 ** np.arange(k)).tolist()
 
 
 def stable_hash(*parts: object) -> int:
@@ -193,10 +201,10 @@ class SimulatedBackend:
         if h.adversary:  # argues for the common misconception whatever it is shown
             tag = "critique" if h.phase == "critique" else "adversary"
             return payload(rng, h, tag, wrong[0], 4 + int(rng.random() < 0.5))
-        u = rng.random(5)  # drawn up front: the same numbers whatever branch the peers lead to
+        u = rng.random(5).tolist()  # drawn up front: the same numbers whatever branch the peers lead to
         right = partial(same, b=h.gold)
-        popularity = np.cumsum(0.55 ** np.arange(len(wrong)))  # the first is the common misconception
-        slip = wrong[int(np.searchsorted(popularity, u[1] * popularity[-1], side="right"))]
+        popularity = _popularity(len(wrong))
+        slip = wrong[bisect_right(popularity, u[1] * popularity[-1])]
         p0 = min(0.98, max(0.02, self.skill - 0.3 * (difficulty - 0.5)))
         fresh = h.gold if u[0] < p0 else slip  # the round-0 answer
         if h.phase not in ("update", "revise", "critique"):
@@ -226,4 +234,4 @@ class SimulatedBackend:
 
     def _confidence(self, rng: np.random.Generator, correct: bool) -> int:
         p = (_CONF_RIGHT if correct else _CONF_WRONG) if rng.random() < self.calibration else _CONF_UNIFORM
-        return min(5, int(np.searchsorted(p, rng.random() * p[-1], side="right")) + 1)
+        return min(5, bisect_right(p, rng.random() * p[-1]) + 1)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -81,6 +81,8 @@ class RoundDiagnostics:
     calls: int
     tokens: int
 
+
+_ROUND_FIELDS = tuple(f.name for f in fields(RoundDiagnostics))
 
 SUMMARY_COLUMNS = (
     "w2r", "r2w", "net", "w2r_count", "r2w_count", "changed", "cross_ans", "src_conf", "critiques",
@@ -181,7 +183,8 @@ class Diagnostics:
     summary: dict[str, Any]
 
     def round_rows(self) -> list[dict[str, Any]]:
-        return [asdict(d) for d in self.rounds]
+        # Every field is a scalar: `asdict` would only add its deep copy.
+        return [{f: getattr(d, f) for f in _ROUND_FIELDS} for d in self.rounds]
 
 
 def diagnose(

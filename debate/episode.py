@@ -27,7 +27,7 @@ from debate.methods import Method
 from debate.parsing import parse_reply
 from debate.phases import PHASE_CALLS, Call, initial_calls
 from debate.prompts import adversarial_messages, question_block
-from debate.spec import derive_seed
+from debate.spec import SeedStream
 from debate.state import DebateState, Turn, next_view
 from debate.trajectory import EpisodeResult, build_trajectory
 from debate.vote import majority_vote
@@ -71,17 +71,16 @@ async def run_episode(
     method shares round 0 under the same seed: comparisons are paired, and a call cache pays once."""
     seats = [team[j] for j in method.seat_indices([a.key for a in team])]
     n = len(seats)
-    rng = np.random.default_rng(derive_seed(seed, dataset, sample.id, "router", method.spec.identity()))
+    seeds = SeedStream(seed, dataset, sample.id)  # the episode's part of every seed, canonicalised once
+    rng = np.random.default_rng(seeds("router", method.spec.identity()))
     total = method.num_rounds(rounds) if method.router is not None else 0
     # Per-episode draws (PEAR's base graph) do not depend on the method: paired across methods.
-    routing = derive_seed(seed, dataset, sample.id, "routing")
-    state = DebateState(n=n, routing_seed=routing, rounds=total, question=question_block(sample))
-    call_seed = lambda r, i, phase: derive_seed(seed, dataset, sample.id, r, i, phase)  # noqa: E731
+    state = DebateState(n=n, routing_seed=seeds("routing"), rounds=total, question=question_block(sample))
     style = method.prompt_style
 
     opening = getattr(method.router, "opening", None)
     first: Decision | None = opening(state) if opening is not None else None
-    turns = await _respond(initial_calls(sample, n, style), seats, first, sample, grader, 0, call_seed, style)
+    turns = await _respond(initial_calls(sample, n, style), seats, first, sample, grader, 0, seeds, style)
     state = state.advance(tuple(next_view(None, t) for t in turns), tuple(turns), first)
 
     for r in range(1, total + 1):
@@ -91,7 +90,7 @@ async def run_episode(
         done: list[Turn] = []
         for phase in method.phases:
             calls = PHASE_CALLS[phase](sample, state, decision, done, style)
-            done += await _respond(calls, seats, decision, sample, grader, r, call_seed, style)
+            done += await _respond(calls, seats, decision, sample, grader, r, seeds, style)
         answered = {t.agent: t for t in done if t.phase == method.phases[-1]}
         views = tuple(next_view(v, answered[i]) if i in answered else v for i, v in enumerate(state.latest))
         state = state.advance(views, tuple(done), decision)
@@ -127,7 +126,7 @@ async def _respond(
     sample: Sample,
     grader: Grader,
     r: int,
-    call_seed: Any,
+    call_seed: SeedStream,  # (round, agent, phase) -> the call's seed
     style: str,
 ) -> list[Turn]:
     """Send a round's calls concurrently, one batch per distinct backend, and parse the replies."""
@@ -147,7 +146,10 @@ async def _respond(
         for i, completion in zip(idxs, done, strict=True):
             outputs[i] = completion
 
-    await asyncio.gather(*(run_group(idxs) for idxs in groups.values()))
+    if len(groups) == 1:  # one engine (the usual team): no task to make, no gather to wait on
+        await run_group(next(iter(groups.values())))
+    else:
+        await asyncio.gather(*(run_group(idxs) for idxs in groups.values()))
     return [
         _turn(c, seats[c.agent], out, grader, r, req.seed)
         for c, out, req in zip(calls, outputs, requests, strict=True)

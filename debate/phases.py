@@ -47,9 +47,20 @@ def update_calls(
     for t in decision.active_agents():
         peers = [(s, latest[s]) for s in graph.sources(t)]
         own = None if t in decision.hidden_own else latest[t]
-        messages = prompts.update_messages(sample, own, peers, t, style, decision.weights_for(t))
+        own_text = own_reply(state, t) if style == "rumad" and own is not None else None  # the conversation goes on
+        messages = prompts.update_messages(sample, own, peers, t, style, decision.weights_for(t), own_text)
         calls.append(Call(t, "update", messages, graph.sources(t), own, tuple(v for _, v in peers)))
     return calls
+
+
+def own_reply(state: DebateState, agent: int) -> str | None:
+    """The reply, as generated, that `agent`'s current view comes from: its latest readable answer
+    (an unreadable reply leaves the view as it was). None when it never gave one."""
+    for turns in reversed(state.turns):
+        for turn in reversed(turns):
+            if turn.agent == agent and turn.phase != "critique" and turn.parsed and turn.answer is not None:
+                return turn.text
+    return None
 
 
 def critique_calls(

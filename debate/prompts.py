@@ -8,9 +8,15 @@
   agent's own previous reply, as in Du et al. It has no critique templates.
 The answer-format lines come from `data.formats.format_block(kind, style)`.
 
-Rendering is byte-stable and puts the shared question prefix first (system, then the problem, then the
-rubric), so an engine's prefix cache reuses it across agents, rounds and phases; what differs per agent
-(its name, its own and its peers' answers) comes after. Agents are named 1-based ("Agent 3" is index 2).
+Rendering is byte-stable and ordered for engines' prefix caches (blocks of e.g. 128 tokens are reused
+only while every token before them matches): what is the same for every item comes first (system,
+confidence rubric, the phase's fixed instructions and reply format), then the item (the PROBLEM
+block), then what is agent- and round-specific ("You are Agent k", its own and its peers' answers,
+reply shapes that name agents). So every item's prompts share their first blocks, and the agents of an
+episode share everything up to their names. The templates' sentences are the papers' words; only their
+order differs from the papers' (and `tests/test_prompt_parts.py` checks no sentence changed). The RUMAD
+debate turn carries the agent's own previous reply as it generated it (when known), so the turn
+extends what the engine already holds. Agents are named 1-based ("Agent 3" is index 2).
 
 Departures from the papers' text, all so that prompts, parsing and structured output agree:
 - PEAR replies are asked with `reasoning` first (as `REPLY_SCHEMA` orders it, so that under constrained
@@ -105,9 +111,9 @@ def problem_block(sample: Sample) -> str:
     return f"{text}\nOptions:\n{_options(sample)}" if sample.choices else text
 
 
-def _prefix(sample: Sample) -> str:
-    """What every PEAR answering prompt starts with: the problem, then the rubric."""
-    return f"{problem_block(sample)}\n\n{CONFIDENCE_RUBRIC}"
+def _then_problem(fixed: str, sample: Sample) -> str:
+    """The shared part of a PEAR prompt: fixed text first, then the item."""
+    return f"{fixed}\n\n{problem_block(sample)}"
 
 
 def _clip(text: str, limit: int) -> str:
@@ -130,13 +136,14 @@ def initial_messages(sample: Sample, agent: int = 0, style: str = "pear") -> tup
     _check(style, "initial")
     if style == "rumad":
         return (Message("system", RUMAD_SYSTEM), Message("user", _rumad_start(sample)))
-    user = (
-        f"{_prefix(sample)}\n\nYou are Agent {agent + 1}. Solve the problem independently. Use the "
-        "task-specific answer format stated in the PROBLEM block. You should provide a step-by-step "
-        "justification for your answer. The reasoning should be clear, logical, and directly support your "
-        "final answer. After solving, assign a confidence score to your own final answer using the 1-5 "
-        f"rubric above. {_CALIBRATE}\n\nReturn valid JSON with exactly these keys:\n{REPLY_SHAPE}\n{_CONF_INT}"
+    fixed = (
+        f"{CONFIDENCE_RUBRIC}\n\nSolve the problem independently. Use the task-specific answer format stated "
+        "in the PROBLEM block. You should provide a step-by-step justification for your answer. The "
+        "reasoning should be clear, logical, and directly support your final answer. After solving, assign "
+        f"a confidence score to your own final answer using the 1-5 rubric above. {_CALIBRATE}\n\nReturn "
+        f"valid JSON with exactly these keys:\n{REPLY_SHAPE}\n{_CONF_INT}"
     )
+    user = f"{_then_problem(fixed, sample)}\n\nYou are Agent {agent + 1}."
     return (Message("system", PEAR_SYSTEM), Message("user", user))
 
 
@@ -147,13 +154,15 @@ def update_messages(
     agent: int = 0,
     style: str = "pear",
     weights: Mapping[int, float] | None = None,
+    own_text: str | None = None,
 ) -> tuple[Message, ...]:
     """The `update` protocol: the agent's own previous answer and its sources' (PEAR E.6 / RUMAD
-    "Debate"). `weights` (source -> importance) are shown by the RUMAD template when given. `own`
+    "Debate"). `weights` (source -> importance) are shown by the RUMAD template when given;
+    `own_text`, the agent's previous reply as generated, is its turn in the RUMAD conversation. `own`
     None: the agent's own previous response is hidden this round (CPP pruned it)."""
     _check(style, "update")
     if style == "rumad":
-        return _rumad_update(sample, own, peers, weights)
+        return _rumad_update(sample, own, peers, weights, own_text)
     names = ", ".join(f"Agent {j + 1}" for j, _ in peers)
     topology = (
         f"This round you see messages from {names}."
@@ -161,15 +170,18 @@ def update_messages(
         else "This round no neighbor messages reach you."
     )
     transcript = "\n\n".join(f"Agent {j + 1}\n{_describe(v)}" for j, v in peers) or "(none)"
+    fixed = (
+        f"{CONFIDENCE_RUBRIC}\n\nUse the task-specific answer format stated in the PROBLEM block. Judge "
+        "neighbor messages by logic and evidence, not by majority pressure. Evaluate every distinct neighbor "
+        "argument. ACCEPT only claims that fix a real error; REJECT claims with invalid logic, wrong facts, "
+        "or irrelevant reasoning. If messages conflict, weigh the strongest argument on each side before "
+        f"updating your answer. {_CALIBRATE}\n\nReturn valid JSON with exactly these keys:\n{REPLY_SHAPE}\n"
+        f"{_CONF_INT}"
+    )
     history = _describe(own) if own is not None else OWN_HIDDEN
     user = (
-        f"{_prefix(sample)}\n\nYou are Agent {agent + 1} in a structured multi-agent debate. Use the "
-        "task-specific answer format stated in the PROBLEM block. Judge neighbor messages by logic and "
-        f"evidence, not by majority pressure. {topology}\n\nYOUR PRIVATE HISTORY\n{history}\n\n"
-        f"VISIBLE NEIGHBOR MESSAGES\n{transcript}\n\nEvaluate every distinct neighbor argument. ACCEPT only "
-        "claims that fix a real error; REJECT claims with invalid logic, wrong facts, or irrelevant "
-        "reasoning. If messages conflict, weigh the strongest argument on each side before updating your "
-        f"answer. {_CALIBRATE}\n\nReturn valid JSON with exactly these keys:\n{REPLY_SHAPE}\n{_CONF_INT}"
+        f"{_then_problem(fixed, sample)}\n\nYou are Agent {agent + 1} in a structured multi-agent debate. "
+        f"{topology}\n\nYOUR PRIVATE HISTORY\n{history}\n\nVISIBLE NEIGHBOR MESSAGES\n{transcript}"
     )
     return (Message("system", PEAR_SYSTEM), Message("user", user))
 
@@ -185,13 +197,16 @@ def critique_messages(
         f'{{"reviews": [{{"target": {first}, "step_loc": "first incorrect step, or No error identified", '
         '"correction": "correction for that step only, or empty string", "assessment": "Strong"}]}'
     )
+    fixed = (
+        "Review the target solutions below for logical correctness. Do not judge by whether the target "
+        "answer matches your own; judge only by the reasoning steps. For each target, identify the first "
+        "incorrect step if one exists. If no error is identified, say so."
+    )
     user = (
-        f"{problem_block(sample)}\n\nYou are Agent {agent + 1}. Review the target solutions below for "
-        "logical correctness. Do not judge by whether the target answer matches your own; judge only by the "
-        f"reasoning steps.\n\nYOUR CURRENT ANSWER\n{_describe(own)}\n\nSOLUTIONS TO REVIEW\n{solutions}\n\n"
-        "For each target, identify the first incorrect step if one exists. If no error is identified, say "
-        f"so. Return valid JSON with exactly this shape:\n{shape}\nWrite one review per target, with "
-        '"target" set to its agent number. assessment must be one of Strong, Acceptable, Flawed.'
+        f"{_then_problem(fixed, sample)}\n\nYou are Agent {agent + 1}.\n\nYOUR CURRENT ANSWER\n"
+        f"{_describe(own)}\n\nSOLUTIONS TO REVIEW\n{solutions}\n\nReturn valid JSON with exactly this "
+        f'shape:\n{shape}\nWrite one review per target, with "target" set to its agent number. assessment '
+        "must be one of Strong, Acceptable, Flawed."
     )
     return (Message("system", PEAR_SYSTEM), Message("user", user))
 
@@ -217,12 +232,15 @@ def revise_messages(
         if critiques
         else "No critiques reached you this round: check your reasoning once more and correct any mistake."
     )
+    fixed = (
+        f"{CONFIDENCE_RUBRIC}\n\nUpdate your answer using only critiques that identify a real error in your "
+        "reasoning. After updating, assign a new confidence score to your own updated answer using the 1-5 "
+        "rubric above. Calibrate it strictly: lower the score when accepted critiques leave unresolved "
+        "uncertainty or multiple plausible answers."
+    )
     user = (
-        f"{_prefix(sample)}\n\nYou are Agent {agent + 1}. Update your answer using only critiques that "
-        f"identify a real error in your reasoning.\n\nYOUR PREVIOUS ANSWER\n{_describe(own)}\n\nCRITIQUES "
-        f"YOU RECEIVED\n{received or '(none)'}\n\n{ask} After updating, assign a new confidence score to "
-        "your own updated answer using the 1-5 rubric above. Calibrate it strictly: lower the score when "
-        "accepted critiques leave unresolved uncertainty or multiple plausible answers.\n\nReturn valid "
+        f"{_then_problem(fixed, sample)}\n\nYou are Agent {agent + 1}.\n\nYOUR PREVIOUS ANSWER\n"
+        f"{_describe(own)}\n\nCRITIQUES YOU RECEIVED\n{received or '(none)'}\n\n{ask}\n\nReturn valid "
         f"JSON with exactly these keys:\n{shape}\nUse only ACCEPT or REJECT. {_CONF_INT}"
     )
     return (Message("system", PEAR_SYSTEM), Message("user", user))
@@ -265,7 +283,11 @@ def _rumad_start(sample: Sample) -> str:
 
 
 def _rumad_update(
-    sample: Sample, own: View | None, peers: Sequence[tuple[int, View]], weights: Mapping[int, float] | None
+    sample: Sample,
+    own: View | None,
+    peers: Sequence[tuple[int, View]],
+    weights: Mapping[int, float] | None,
+    own_text: str | None,
 ) -> tuple[Message, ...]:
     weights = weights or {}
     shown = "\n\n".join(
@@ -286,6 +308,6 @@ def _rumad_update(
     return (
         Message("system", RUMAD_SYSTEM),
         Message("user", _rumad_start(sample)),
-        Message("assistant", rumad_reply(own)),
+        Message("assistant", own_text if own_text is not None else rumad_reply(own)),
         Message("user", f"{ask} {_rumad_format(sample)}"),
     )

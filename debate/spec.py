@@ -14,19 +14,55 @@ from typing import Any, Generic, TypeVar
 T = TypeVar("T")
 
 
+# One encoder for every call: `json.dumps` with options builds a new encoder each time, and ids,
+# seeds and cache keys canonicalise on every model call.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+_encode_str = json.encoder.encode_basestring_ascii  # what the encoder does with a str
+
+
 def canonical_json(value: Any) -> str:
     """Byte-stable JSON: sorted keys, no whitespace. The input of every id hash."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return _CANONICAL.encode(value)
+
+
+def _part(value: Any) -> str:
+    """`canonical_json(value)`, with the common scalars done directly (same bytes)."""
+    kind = type(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is str:
+        return _encode_str(value)
+    return _CANONICAL.encode(value)
+
+
+def hash_text(text: str, length: int = 16) -> str:
+    """The digest `stable_hash` takes of an already canonical JSON text."""
+    return hashlib.blake2b(text.encode(), digest_size=32).hexdigest()[:length]
 
 
 def stable_hash(value: Any, length: int = 16) -> str:
     """A short hex digest of `canonical_json(value)`, stable across processes and machines."""
-    return hashlib.blake2b(canonical_json(value).encode(), digest_size=32).hexdigest()[:length]
+    return hash_text(canonical_json(value), length)
 
 
 def derive_seed(*parts: Any) -> int:
     """A 31-bit seed from any parts (engines take int32 seeds)."""
-    return int(stable_hash(list(parts), 8), 16) & 0x7FFFFFFF
+    return SeedStream()(*parts)
+
+
+class SeedStream:
+    """`derive_seed(*fixed, *more)` for many `more`, canonicalising `fixed` once: an episode derives
+    every call's seed from (sweep seed, dataset, item) plus (round, agent, phase)."""
+
+    def __init__(self, *fixed: Any) -> None:
+        self._head = "[" + ",".join(_part(p) for p in fixed)
+        self._sep = "," if fixed else ""
+
+    def __call__(self, *more: Any) -> int:
+        tail = ",".join(_part(p) for p in more)
+        text = self._head + (self._sep + tail if more else "") + "]"
+        digest = hashlib.blake2b(text.encode(), digest_size=32).digest()
+        return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
 @dataclass(frozen=True)

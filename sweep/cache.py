@@ -1,64 +1,157 @@
 """The LLM-call cache: content-addressed by (model, rendered messages, sampling params, seed, output
 schema), stored in the output dir, so a rerun — and methods that share round 0 under the same seed —
-never pay twice. Lives on the driver, which is its only writer."""
+never pay twice. Lives on the driver, which is its only writer.
+
+Writes leave the event loop: a writer thread commits them in batches (one transaction each,
+`synchronous=NORMAL` in WAL mode: durable against a crash of the process, and at worst the last
+batches lost on a power cut — a cache, so they are just asked again). Until a row is committed it is
+answered from memory, so it is never asked twice."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 import json
+import queue
 import sqlite3
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, Literal
 
 from actors.base import Backend, ChatRequest, Completion
-from debate.spec import stable_hash
+from debate.spec import canonical_json, hash_text
+
+_FIELDS = [f.name for f in dataclasses.fields(Completion)]
 
 
 def request_key(model_identity: Mapping[str, Any], request: ChatRequest) -> str:
     """What decides a completion. `hints` are left out on purpose: real engines never see them,
     and the simulated engine's hints are a function of the messages it is sent."""
-    return stable_hash(
-        {
-            "model": model_identity,
-            "messages": [[m.role, m.content] for m in request.messages],
-            "sampling": request.sampling_params(),
-            "schema": request.json_schema,
-        },
-        length=32,
-    )
+    return KeyMaker(model_identity)(request)
+
+
+class KeyMaker:
+    """`request_key` for one model: the key is the hash of the canonical JSON of {"messages",
+    "model", "sampling", "schema"}; the model's part is canonicalised once, not once per call."""
+
+    def __init__(self, model_identity: Mapping[str, Any]) -> None:
+        self._model = f',"model":{canonical_json(dict(model_identity))},"sampling":'
+
+    def __call__(self, request: ChatRequest) -> str:
+        messages = canonical_json([[m.role, m.content] for m in request.messages])
+        sampling = canonical_json(request.sampling_params())
+        schema = "null" if request.json_schema is None else canonical_json(request.json_schema)
+        return hash_text(f'{{"messages":{messages}{self._model}{sampling},"schema":{schema}}}', 32)
+
+
+def _dump(c: Completion) -> str:
+    return json.dumps({n: getattr(c, n) for n in _FIELDS})  # `asdict` without its deep copy
+
+
+def _load(text: str) -> Completion:
+    return Completion(**json.loads(text))
 
 
 class CallCache:
-    """A sqlite table key -> completion JSON. One connection, used from the driver's event loop."""
+    """A sqlite table key -> completion JSON. Reads on the caller's thread; writes queued to one
+    writer thread. `flush()` waits until everything put is committed; `close()` flushes."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db = _connect(path)
         self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, completion TEXT NOT NULL)")
         self.hits = 0
         self.misses = 0
+        self._unwritten: dict[str, Completion] = {}  # put, not committed yet: answered from here
+        # Items: a list of rows, an Event to set once everything before it is committed, or None: stop.
+        self._queue: queue.Queue[list[tuple[str, Completion]] | threading.Event | None] = queue.Queue()
+        self._error: BaseException | None = None
+        self._writer = threading.Thread(target=self._write_loop, name="call-cache-writer", daemon=True)
+        self._writer.start()
 
     def get_many(self, keys: Sequence[str]) -> dict[str, Completion]:
         if not keys:
             return {}
-        marks = ",".join("?" * len(keys))
-        rows = self._db.execute(f"SELECT key, completion FROM calls WHERE key IN ({marks})", list(keys))
-        return {k: Completion(**json.loads(v)) for k, v in rows}
+        found = {k: c for k in keys if (c := self._unwritten.get(k)) is not None}
+        rest = [k for k in keys if k not in found]
+        if rest:
+            marks = ",".join("?" * len(rest))
+            rows = self._db.execute(f"SELECT key, completion FROM calls WHERE key IN ({marks})", rest)
+            found.update((k, _load(v)) for k, v in rows)
+        return found
 
     def put_many(self, items: Sequence[tuple[str, Completion]]) -> None:
-        rows = [(k, json.dumps(dataclasses.asdict(c))) for k, c in items]
-        with self._db:  # one transaction per batch: sqlite commits are the slow part
-            self._db.executemany("INSERT OR IGNORE INTO calls VALUES (?, ?)", rows)
+        """Queue rows for the writer thread; never waits for the disk."""
+        self._raise_if_failed()
+        if items:
+            self._unwritten.update(items)
+            self._queue.put(list(items))
+
+    def _write_loop(self) -> None:
+        # Its own connection in the default isolation level: `with db:` is one transaction.
+        db = _connect(self.path, isolation_level="DEFERRED")
+        try:
+            stop = False
+            while not stop:
+                items = [self._queue.get()]
+                while not self._queue.empty():  # whatever queued meanwhile goes in the same commit
+                    items.append(self._queue.get_nowait())
+                rows = [row for item in items if isinstance(item, list) for row in item]
+                if rows:
+                    with db:
+                        db.executemany(
+                            "INSERT OR IGNORE INTO calls VALUES (?, ?)", [(k, _dump(c)) for k, c in rows]
+                        )
+                    for k, _ in rows:
+                        self._unwritten.pop(k, None)
+                stop = any(item is None for item in items)
+                for item in items:
+                    if isinstance(item, threading.Event):
+                        item.set()
+        except BaseException as e:  # noqa: BLE001 - reported to the driver by the next put or flush
+            self._error = e
+        finally:
+            db.close()
+            while not self._queue.empty():  # release flushes that can no longer be served
+                item = self._queue.get_nowait()
+                if isinstance(item, threading.Event):
+                    item.set()
+
+    def _raise_if_failed(self) -> None:
+        if self._error is not None:
+            raise RuntimeError(f"call cache {self.path}: its writer failed: {self._error}") from self._error
+
+    def flush(self) -> None:
+        """Wait until every row put so far is committed."""
+        if self._writer.is_alive():
+            done = threading.Event()
+            self._queue.put(done)
+            while not done.wait(timeout=1.0) and self._writer.is_alive():
+                pass
+        self._raise_if_failed()
 
     def __len__(self) -> int:
+        self.flush()
         return int(self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
 
     def close(self) -> None:
+        """Commit what is queued, stop the writer, close the file."""
+        if self._writer.is_alive():
+            self._queue.put(None)
+            self._writer.join()
         self._db.close()
+        self._raise_if_failed()
+
+    def __enter__(self) -> CallCache:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
 
 
 class CachedBackend:
@@ -71,10 +164,11 @@ class CachedBackend:
         self.inner = inner
         self.cache = cache
         self.identity = dict(model_identity)
+        self._key = KeyMaker(self.identity)
         self._pending: dict[str, asyncio.Future[Completion]] = {}
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
-        keys = [request_key(self.identity, r) for r in requests]
+        keys = [self._key(r) for r in requests]
         found = self.cache.get_many([k for k in keys if k not in self._pending])
         joined = {k: self._pending[k] for k in keys if k in self._pending}
         misses = [i for i, k in enumerate(keys) if k not in found and k not in joined]
@@ -113,3 +207,10 @@ class CachedBackend:
             return owned[key].result()
         hit = found.get(key) or waited[key]
         return dataclasses.replace(hit, cache_hit=True, latency_s=0.0)  # the original call's counts
+
+
+def _connect(path: Path, isolation_level: Literal["DEFERRED"] | None = None) -> sqlite3.Connection:
+    db = sqlite3.connect(path, isolation_level=isolation_level, check_same_thread=False, timeout=30.0)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    return db

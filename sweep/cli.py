@@ -100,7 +100,15 @@ def _parser() -> argparse.ArgumentParser:
     report_cli.add_parser(sub)
     view_cli.add_parser(sub)
     with_config("validate", "check a config; changes nothing")
-    with_config("plan", "show the expanded grid with episode and call counts; changes nothing")
+    plan_cmd = with_config("plan", "show the expanded grid with episode and call counts; changes nothing")
+    plan_cmd.add_argument(
+        "--estimate",
+        nargs="?",
+        const="",
+        metavar="CURVE",
+        help="also estimate tokens and GPU-hours on a throughput profile (a YAML batch curve; default: "
+        "an 8B model on one H100-class GPU, modelled)",
+    )
     run = with_config("run", "run every episode not stored yet, then log to MLflow")
     run.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else a local Ray)")
     run.add_argument(
@@ -153,6 +161,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             pending = [e.name for e in cfg.methods if e.name == "consistency" and e.args.get("match")]
             if pending:
                 out.print(f"+ {len(pending)} consistency entries matched to another method's cost: planned once it has run")
+            if args.estimate is not None:
+                from sweep.estimate import estimate, estimate_lines, load_curve
+
+                for line in estimate_lines(estimate(cfg, load_curve(args.estimate), plan)):
+                    out.print(line, highlight=False)
             return 0
         if args.dry_run:
             out.print(_plan_table(cfg, plan))
@@ -179,7 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, err: Console, lock: Any) -> int:
     from sweep import costmatch
     from sweep.results import ResultStore
-    from sweep.runner import run_sweep, summary_table
+    from sweep.run_summary import summary_table
+    from sweep.runner import run_sweep
 
     signal.signal(signal.SIGTERM, _interrupt)  # cleanup (engines, Ray, the lock) runs on SIGTERM too
     try:
@@ -236,11 +250,8 @@ def _plan_table(cfg: SweepConfig, plan: object) -> Table:
     table = Table(title=f"plan: {cfg.name} (sweep id {cfg.identity()})")
     for col in ("method", "dataset", "seed", "agents", "rounds", "episodes", "calls"):
         table.add_column(col)
-    counts: dict[str, int] = {}
-    for t in plan.tasks:
-        counts[t.group.key] = counts.get(t.group.key, 0) + 1
     for g in plan.groups:
-        n = counts.get(g.key, 0)
+        n = len(g.samples)
         table.add_row(
             g.method.spec.label(),
             f"{g.dataset.name}/{g.dataset.split}",
@@ -248,7 +259,7 @@ def _plan_table(cfg: SweepConfig, plan: object) -> Table:
             str(len(g.seats)),
             str(g.rounds),
             str(n),
-            str(n * len(g.seats) * (1 + g.rounds * len(g.method.phases))),
+            str(n * g.calls()),
         )
     return table
 

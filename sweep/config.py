@@ -23,7 +23,20 @@ from debate.methods import build_method
 from debate.spec import closest, stable_hash
 from sweep import paths
 from sweep.errors import FIXES, ConfigError, model_or_error
-from sweep.fields import Cpus, Large, Name, Offset, Price, Resource, Rounds, Seed, Small, Temperature, TopP
+from sweep.fields import (
+    Cpus,
+    Large,
+    Name,
+    Offset,
+    Price,
+    Resource,
+    Rounds,
+    Seconds,
+    Seed,
+    Small,
+    Temperature,
+    TopP,
+)
 from sweep.yaml_limits import load_text, read_file
 
 
@@ -136,6 +149,11 @@ class Tracking(_Strict):
 class RayOptions(_Strict):
     address: Name | None = None  # default: RAY_ADDRESS, else a private local Ray on 127.0.0.1
     num_cpus: Cpus | None = None  # for a local Ray only
+    # Engines in the driver process instead of Ray actors. None: the simulated engine in-process,
+    # every other engine in Ray actors; true: all in-process (one machine); false: all in Ray actors.
+    in_process: bool | None = Field(None, strict=True)
+    start_timeout_s: Seconds = 300.0  # Ray start-up, all attempts together
+    start_attempts: Small = 3
 
 
 class SweepConfig(_Strict):

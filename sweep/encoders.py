@@ -5,7 +5,7 @@ place (MiniLM loads once, not once per process)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -42,14 +42,19 @@ class RemoteEncoder:
 class HostedEncoders:
     """Serves `debate.encoders` from Ray actors between `start()` and `stop()`."""
 
-    def __init__(self) -> None:
+    def __init__(self, ensure_ray: Callable[[], object] | None = None) -> None:
         self.served: dict[str, RemoteEncoder] = {}
         self._previous: Any = None
+        # Ray may not be up yet (engines start on the first uncached call): our own start, never
+        # Ray's implicit one with its default (non-loopback) settings.
+        self._ensure_ray = ensure_ray
 
     def __call__(self, name: str) -> RemoteEncoder:
         if name not in self.served:
             if name not in DIMS:
                 raise ValueError(f"unknown encoder '{name}'; known: {', '.join(sorted(DIMS))}")
+            if self._ensure_ray is not None:
+                self._ensure_ray()
             actor = EncoderActor.options(num_cpus=0, max_concurrency=64).remote(name)  # type: ignore[attr-defined]
             self.served[name] = RemoteEncoder(name, actor)
         return self.served[name]

@@ -234,6 +234,10 @@ class Claims:
         """Whether a claim is this driver's (made by this process, maybe by an earlier run in it)."""
         return bool(holder) and all(holder.get(k) == v for k, v in self.driver.items())
 
+    def claimed(self) -> set[str]:
+        """The episode ids with a claim file, whoever holds it (a listing: no file is read)."""
+        return {p.name for p in self.dir.iterdir() if not p.name.startswith(".")}
+
     def held_by_others(self, episode_ids: set[str]) -> set[str]:
         """Those of `episode_ids` claimed by another driver that is still alive."""
         held = set()

@@ -1,16 +1,20 @@
-"""Expand a sweep config into episode tasks with deterministic ids; count episodes and calls."""
+"""Expand a sweep config into episode tasks with deterministic ids; count episodes and calls.
+
+The plan holds its groups and their samples; tasks are made as they are iterated, so a sweep of
+100k episodes never holds 100k task objects (`Plan.tasks` is a lazy sequence)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+import bisect
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, overload
 
 from data.registry import load_benchmark
 from data.types import Sample
 from debate.episode import Agent
 from debate.methods import Method, build_method
-from debate.spec import canonical_json, stable_hash
+from debate.spec import canonical_json, hash_text, stable_hash
 from sweep.config import ConfigError, DatasetSpec, SweepConfig
 
 
@@ -25,10 +29,17 @@ class Group:
     seed: int
     seats: tuple[str, ...]  # model name per seat
     adversarial: frozenset[int] = frozenset()  # seats that argue for a wrong answer
+    samples: tuple[Sample, ...] = field(default=(), repr=False, compare=False)
+    # The canonical JSON of an episode id's hash input around its item id (see `build_plan`).
+    id_head: str = field(default="", repr=False, compare=False)
+    id_tail: str = field(default="", repr=False, compare=False)
 
     def team(self, agents: Mapping[str, Agent]) -> list[Agent]:
         """The episode's team: each seat's agent (adversarial seats marked)."""
-        return [replace(agents[m], adversarial=True) if i in self.adversarial else agents[m] for i, m in enumerate(self.seats)]
+        return [
+            replace(agents[m], adversarial=True) if i in self.adversarial else agents[m]
+            for i, m in enumerate(self.seats)
+        ]
 
     @property
     def run_name(self) -> str:
@@ -38,6 +49,18 @@ class Group:
     def rounds(self) -> int:
         return int(self.method_spec["rounds"])
 
+    def episode_id(self, sample: Sample) -> str:
+        """The id of this group's episode on `sample`."""
+        return hash_text(self.id_head + canonical_json(sample.id) + self.id_tail)
+
+    def tasks(self) -> Iterator[EpisodeTask]:
+        for s in self.samples:
+            yield EpisodeTask(self.episode_id(s), self, s)
+
+    def calls(self) -> int:
+        """An upper bound on the calls of one episode (see `Plan.calls`)."""
+        return len(self.seats) * (1 + self.rounds * len(self.method.phases))
+
 
 @dataclass(frozen=True)
 class EpisodeTask:
@@ -46,17 +69,50 @@ class EpisodeTask:
     sample: Sample
 
 
+class PlanTasks(Sequence[EpisodeTask]):
+    """Every task of a plan, group after group, made on demand."""
+
+    def __init__(self, groups: Sequence[Group]) -> None:
+        self.groups = groups
+        self._starts = [0]
+        for g in groups:
+            self._starts.append(self._starts[-1] + len(g.samples))
+
+    def __len__(self) -> int:
+        return self._starts[-1]
+
+    def __iter__(self) -> Iterator[EpisodeTask]:
+        for g in self.groups:
+            yield from g.tasks()
+
+    @overload
+    def __getitem__(self, i: int) -> EpisodeTask: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[EpisodeTask]: ...
+    def __getitem__(self, i: int | slice) -> EpisodeTask | list[EpisodeTask]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if not -len(self) <= i < len(self):
+            raise IndexError(i)
+        i %= len(self)
+        g = bisect.bisect_right(self._starts, i) - 1
+        group = self.groups[g]
+        sample = group.samples[i - self._starts[g]]
+        return EpisodeTask(group.episode_id(sample), group, sample)
+
+
 @dataclass(frozen=True)
 class Plan:
     groups: list[Group]
-    tasks: list[EpisodeTask]
+
+    @property
+    def tasks(self) -> PlanTasks:
+        return PlanTasks(self.groups)
 
     def calls(self) -> int:
         """An upper bound on model calls: every seat answers in round 0, then makes one call per phase
         of each debate round (`update`: 1; `critique_revise`: 2, fewer for seats with no targets)."""
-        return sum(
-            len(t.group.seats) * (1 + t.group.rounds * len(t.group.method.phases)) for t in self.tasks
-        )
+        return sum(len(g.samples) * g.calls() for g in self.groups)
 
 
 def resolved_method_spec(cfg: SweepConfig, method: Method, identity: bool = False) -> dict[str, Any]:
@@ -100,7 +156,6 @@ def build_plan(cfg: SweepConfig) -> Plan:
                     "remove it or give them disjoint offset/limit"
                 )
     groups: list[Group] = []
-    tasks: list[EpisodeTask] = []
     for entry in cfg.method_entries():
         if entry.name == "consistency" and entry.args.get("match"):
             continue  # matched to another method's measured cost: planned once settled (sweep.costmatch)
@@ -115,18 +170,29 @@ def build_plan(cfg: SweepConfig) -> Plan:
             ds_id = {"name": ds.name, "split": ds.split}
             for seed in cfg.seeds:
                 key = stable_hash({"method": id_spec, "team": team_specs, "dataset": ds_id, "seed": seed})
+                # An episode id hashes {"method", "team", "dataset", "item", "seed"}; canonical JSON
+                # sorts the keys, so all but the item id is the same text for the whole group.
+                head = f'{{"dataset":{canonical_json(ds_id)},"item":'
+                tail = f',"method":{canonical_json(id_spec)},"seed":{canonical_json(seed)},"team":{canonical_json(team_specs)}}}'
+                seats = tuple(spec["agents"])
                 adversarial = frozenset(spec.get("adversarial", ()))
-                group = Group(key, method, spec, ds, seed, tuple(spec["agents"]), adversarial)
-                groups.append(group)
-                for s in samples[i]:
-                    eid = stable_hash(
-                        {"method": id_spec, "team": team_specs, "dataset": ds_id, "item": s.id, "seed": seed}
-                    )
-                    tasks.append(EpisodeTask(eid, group, s))
-    ids = [t.episode_id for t in tasks]
-    if len(set(ids)) != len(ids):
-        raise ConfigError("methods: two entries resolve to the same method spec; remove the duplicate")
-    return Plan(groups, tasks)
+                groups.append(
+                    Group(key, method, spec, ds, seed, seats, adversarial, tuple(samples[i]), head, tail)
+                )
+    _check_unique(groups)
+    return Plan(groups)
+
+
+def _check_unique(groups: list[Group]) -> None:
+    """Two tasks with one id: two method entries resolving to the same spec (the same group key and
+    an item in common), or one item twice in a dataset."""
+    by_key: dict[str, set[str]] = {}
+    for g in groups:
+        ids = {s.id for s in g.samples}
+        seen = by_key.setdefault(g.key, set())
+        if len(ids) != len(g.samples) or ids & seen:
+            raise ConfigError("methods: two entries resolve to the same method spec; remove the duplicate")
+        seen |= ids
 
 
 def method_spec_json(group: Group) -> str:

@@ -1,17 +1,22 @@
-"""One engine pool for `sweep run`, `sweep study` and `sweep train`: Ray, the engine actors of the
-models a run needs, the LLM-call cache, and the agents (one per model) that episodes are given."""
+"""One engine pool for `sweep run`, `sweep study` and `sweep train`: the engines of the models a run
+needs (in the driver process, or Ray actors), the LLM-call cache, and the agents (one per model) that
+episodes are given.
+
+Engines start when the first call the cache cannot answer needs them, not before: a rerun of a
+finished sweep, or one the cache answers whole, starts neither Ray nor a model. Where an engine runs
+is `ray.in_process` (default: the simulated engine in-process, every other engine in Ray actors)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from rich.console import Console
 
-from actors.base import Backend
+from actors.base import Backend, ChatRequest, Completion
 from debate.episode import Agent
 from debate.prompts import REPLY_SCHEMA
 from sweep.cache import CachedBackend, CallCache
@@ -19,6 +24,7 @@ from sweep.config import ModelSpec, SweepConfig, model_identity
 from sweep.reaper import watch_descendants
 from sweep.repair import check_cache
 from sweep.sanitize import SanitizingBackend
+from sweep.scheduler import FatalError
 
 
 def build_agents(
@@ -40,10 +46,44 @@ def build_agents(
     return agents
 
 
+def in_process(cfg: SweepConfig, model: str) -> bool:
+    """Whether `model` runs in the driver process (`ray.in_process`; default: simulated only)."""
+    if cfg.ray.in_process is not None:
+        return cfg.ray.in_process
+    return cfg.models[model].engine == "simulated"
+
+
+class EngineStartError(FatalError):
+    """The engines could not be started: the whole run stops, not one episode."""
+
+
+class LazyBackend:
+    """A `Backend` that starts its engine on the first call (`start` returns it) and forwards
+    every call to it. The start blocks the event loop: nothing can run without the engine. A failed
+    start is raised again to every later call, never retried per episode."""
+
+    def __init__(self, start: Callable[[], Backend]) -> None:
+        self._start = start
+        self.backend: Backend | None = None
+        self._error: BaseException | None = None
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        if self.backend is None:
+            if self._error is None:
+                try:
+                    self.backend = self._start()
+                except Exception as e:
+                    self._error = e
+            if self._error is not None:
+                raise EngineStartError(f"engines did not start: {self._error}") from self._error
+        assert self.backend is not None
+        return await self.backend.generate(requests)
+
+
 class EnginePool:
-    """`with EnginePool(cfg, models, address, console) as pool:` starts Ray and one set of engine
-    actors for `models` (names of `cfg.models`), opens the call cache in the output dir, and builds
-    `pool.agents`; leaving the block stops the engines and closes the cache."""
+    """`with EnginePool(cfg, models, address, console) as pool:` prepares the engines of `models`
+    (names of `cfg.models`; each starts on its first uncached call), opens the call cache in the
+    output dir, and builds `pool.agents`; leaving the block stops what started and closes the cache."""
 
     def __init__(
         self,
@@ -55,7 +95,8 @@ class EnginePool:
     ) -> None:
         self.cfg, self.models = cfg, sorted(set(models))
         self.address, self.console, self.warm_math = address, console or Console(stderr=True), warm_math
-        self.backends: dict[str, Any] = {}
+        self.backends: dict[str, Any] = {}  # the started engines, by model
+        self.remote: dict[str, Any] = {}  # the Ray-hosted ones (stopped on exit)
         self.cache: CallCache | None = None
         self.agents: dict[str, Agent] = {}
         self.encoders: Any = None  # sentence encoders for routers that read content, in Ray actors
@@ -67,10 +108,7 @@ class EnginePool:
 
     def __enter__(self) -> EnginePool:
         from sweep.encoders import HostedEncoders
-        from sweep.engines import start_engines
-        from sweep.ray_runtime import init_ray
 
-        t0 = time.perf_counter()
         out = Path(self.cfg.output_dir).resolve()
         if self.cfg.cache:  # a corrupt cache is set aside now, not found after engines start
             check_cache(out / "llm_cache.sqlite")
@@ -78,28 +116,72 @@ class EnginePool:
             from data.mathcheck import checker
 
             checker().start()  # its worker takes seconds to start: not inside the first episode's vote
-        info = init_ray(self.address or self.cfg.ray.address, self.cfg.ray.num_cpus)
+            watch_descendants()  # the math worker stops with this driver
         specs = {m: self.cfg.models[m] for m in self.models}
-        watch_descendants()  # Ray's local processes (and the math worker) stop with this driver
-        self.backends = start_engines(specs)
-        watch_descendants()  # the engines' worker processes too
-        self.console.print(
-            f"ray: {info['mode']}; engines ready for {', '.join(self.models)} in {time.perf_counter() - t0:.1f} s"
-        )
+        lazy = {m: LazyBackend(self._starter(m)) for m in specs}
         self.cache = CallCache(out / "llm_cache.sqlite") if self.cfg.cache else None
-        self.agents = build_agents(specs, self.backends, self.cache)
-        self.encoders = HostedEncoders().start()
+        self.agents = build_agents(specs, lazy, self.cache)
+        if any(not in_process(self.cfg, m) for m in specs):  # Ray hosts the engines: encoders too
+            self.encoders = HostedEncoders(self._init_ray).start()
         return self
+
+    def _starter(self, model: str) -> Callable[[], Backend]:
+        def start() -> Backend:
+            if model not in self.backends:
+                if in_process(self.cfg, model):
+                    self._start_local(model)
+                else:
+                    self._start_remote()
+            return self.backends[model]
+
+        return start
+
+    def _start_local(self, model: str) -> None:
+        from actors.registry import build_backend
+
+        t0, spec = time.perf_counter(), self.cfg.models[model]
+        self.backends[model] = build_backend(spec.engine, spec.model or model, dict(spec.args))
+        self.console.print(f"engine {model}: in-process, ready in {time.perf_counter() - t0:.1f} s")
+
+    def _init_ray(self) -> dict[str, Any]:
+        """Attach to or start Ray (once; later calls find it up)."""
+        from sweep.ray_runtime import init_ray
+
+        ray_opts = self.cfg.ray
+        info = init_ray(
+            self.address or ray_opts.address, ray_opts.num_cpus, ray_opts.start_timeout_s, ray_opts.start_attempts
+        )
+        watch_descendants()  # Ray's local processes stop with this driver
+        return info
+
+    def _start_remote(self) -> None:
+        """Ray and every Ray-hosted model of the pool at once: they start in parallel, and the
+        others will be asked for soon."""
+        from sweep.engines import start_engines
+
+        t0 = time.perf_counter()
+        info = self._init_ray()
+        wanted = {m: self.cfg.models[m] for m in self.models if not in_process(self.cfg, m)}
+        self.remote = start_engines(wanted)
+        watch_descendants()  # the engines' worker processes too
+        self.backends.update(self.remote)
+        self.console.print(
+            f"ray: {info['mode']}; engines ready for {', '.join(wanted)} in {time.perf_counter() - t0:.1f} s"
+        )
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        from sweep.engines import stop_engines
-
         try:
             if self.encoders is not None:
                 self.encoders.stop()
-            stop_engines(self.backends)
+            if self.remote:
+                from sweep.engines import stop_engines
+
+                stop_engines(self.remote)
+            for m, backend in self.backends.items():
+                if m not in self.remote:
+                    _close(backend)
         finally:
             if self.cache is not None:
                 self.cache.close()
@@ -109,3 +191,16 @@ class EnginePool:
         if self.cache is None:
             return None
         return f"llm-call cache: {self.cache.hits} hits, {self.cache.misses} engine calls ({self.cache.path.name})"
+
+
+def _close(backend: Any) -> None:
+    """Let an in-process engine release what it holds (as `EngineActor.close` does in an actor)."""
+    import asyncio
+
+    for name in ("aclose", "close"):
+        fn = getattr(backend, name, None)
+        if fn is not None:
+            result = fn()
+            if hasattr(result, "__await__"):
+                asyncio.run(result)
+            return

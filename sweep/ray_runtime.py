@@ -1,9 +1,21 @@
-"""Starting or attaching to Ray. A local Ray binds to 127.0.0.1 only."""
+"""Starting or attaching to Ray. A local Ray binds to 127.0.0.1 only.
+
+Start-up is retried: on a loaded machine Ray's node can miss its own fixed 30 s start-up window
+("The current node timed out during startup"). A failed local start is cleaned up (its processes
+stopped by PID, found by the attempt's private temp dir) before the next attempt; when every attempt
+fails, or `timeout_s` has passed, `RayStartError` says what happened and what to change."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 # Ray binds the machine's routable address unless told otherwise; these must be set before Ray starts
@@ -11,22 +23,101 @@ from typing import Any
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
+TEMP_ROOT = Path("/tmp/ray")  # short: Ray's socket paths under the temp dir have a length limit
 
-def init_ray(address: str | None = None, num_cpus: int | None = None) -> dict[str, Any]:
+
+class RayStartError(RuntimeError):
+    """Ray could not be started or reached; the message names the fix."""
+
+
+def init_ray(
+    address: str | None = None,
+    num_cpus: int | None = None,
+    timeout_s: float = 300.0,
+    attempts: int = 3,
+    sleep: Callable[[float], None] = time.sleep,
+) -> dict[str, Any]:
     """Attach to `address` (or RAY_ADDRESS, as `ray job submit` sets it), else start a private local
-    Ray. Returns a short description of what it did."""
+    Ray; up to `attempts` tries within `timeout_s`. Returns a short description of what it did."""
     import ray
 
     if ray.is_initialized():
         return {"mode": "existing"}
     address = address or os.environ.get("RAY_ADDRESS")
-    if address:
-        ray.init(address=address, log_to_driver=False)
-        return {"mode": "cluster", "address": address}
-    _quiet_token_notice()
-    # address="local" never attaches to a stray cluster someone else started on this machine.
-    ray.init(address="local", num_cpus=num_cpus, include_dashboard=False, log_to_driver=False)
-    return {"mode": "local"}
+    started, errors = time.monotonic(), []
+    for attempt in range(1, max(1, attempts) + 1):
+        temp_dir = None if address else _new_temp_dir()
+        try:
+            if address:
+                ray.init(address=address, log_to_driver=False)
+                return {"mode": "cluster", "address": address, "attempts": attempt}
+            _quiet_token_notice()
+            # address="local" never attaches to a stray cluster someone else started on this machine.
+            ray.init(
+                address="local",
+                num_cpus=num_cpus,
+                include_dashboard=False,
+                log_to_driver=False,
+                _temp_dir=temp_dir,
+            )
+            return {"mode": "local", "attempts": attempt, "temp_dir": temp_dir}
+        except Exception as e:  # noqa: BLE001 - Ray raises many kinds; each is retried, then reported
+            errors.append(f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
+            _clean_up(ray, temp_dir)
+        elapsed = time.monotonic() - started
+        if attempt < attempts and elapsed < timeout_s:
+            sleep(min(5.0 * attempt, max(0.0, timeout_s - elapsed)))
+        else:
+            break
+    where = f"Ray at {address}" if address else "a local Ray"
+    fix = (
+        "check the address and that the cluster is up"
+        if address
+        else "the machine may be overloaded: retry when it is quieter, raise ray.start_attempts or "
+        "ray.start_timeout_s, or run the engines in-process (ray.in_process: true)"
+    )
+    raise RayStartError(
+        f"could not start {where} after {len(errors)} attempt(s) in {time.monotonic() - started:.0f} s "
+        f"(last error: {errors[-1]}); {fix}"
+    )
+
+
+def _new_temp_dir() -> str:
+    TEMP_ROOT.mkdir(parents=True, exist_ok=True)
+    return tempfile.mkdtemp(prefix="sweep-", dir=TEMP_ROOT)
+
+
+def _clean_up(ray: Any, temp_dir: str | None) -> None:
+    """Undo a failed attempt: Ray's driver state, then (local) the processes it started, by PID."""
+    with contextlib.suppress(Exception):
+        ray.shutdown()
+    if temp_dir is None:
+        return
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 2.0)):
+        pids = pids_mentioning(temp_dir)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + wait
+        while pids and time.monotonic() < deadline and pids_mentioning(temp_dir):
+            time.sleep(0.1)
+    shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def pids_mentioning(marker: str) -> list[int]:
+    """Processes other than this one whose command line contains `marker` (a Ray temp dir: every
+    process of that Ray node names it)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmd:
+            pids.append(int(entry.name))
+    return pids
 
 
 def _drop_token_notice(record: logging.LogRecord) -> bool:

@@ -5,21 +5,20 @@ atomic parts whose episodes file is the commit marker. The schemas are in `sweep
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sweep.part_writer import BufferedWriter  # re-exported: it writes this store's parts
 from sweep.parts import TMP_PREFIX, to_table, write_atomic
-from sweep.repair import Entry, commit_entries, quarantine_part
+from sweep.repair import quarantine_part
 from sweep.schema import EPISODE_SCHEMA, ROUND_SCHEMA, TURN_SCHEMA
 
 __all__ = ["EPISODE_SCHEMA", "ROUND_SCHEMA", "TURN_SCHEMA", "BufferedWriter", "ResultStore"]
@@ -100,6 +99,10 @@ class ResultStore:
     def _committed(self) -> list[str]:
         """Committed part names, oldest first (names start with a UTC timestamp)."""
         return sorted(p.name for p in self.episodes_dir.glob(_PART_GLOB))
+
+    def part_names(self) -> list[str]:
+        """Committed part names, oldest first: the same name in `episodes/`, `turns/`, `rounds/`."""
+        return self._committed()
 
     def recover(self) -> list[Path]:
         """Delete orphan turn and round parts and temp files older than the grace period; returns what
@@ -186,9 +189,17 @@ class ResultStore:
         rows = rows.join(episodes.select("episode_id", _PART_COL), on=["episode_id", _PART_COL], how="semi")
         return episodes.drop(_PART_COL), rows.drop(_PART_COL)
 
-    def episodes(self) -> pl.DataFrame:
-        """All committed episode rows, one per episode_id (the earliest part wins)."""
-        return self._read_with(self.turns_dir, TURN_SCHEMA)[0]
+    def episodes(self, columns: Sequence[str] | None = None) -> pl.DataFrame:
+        """All committed episode rows, one per episode_id (the earliest part wins); only `columns`
+        (plus `episode_id`) when given. Reads no turns."""
+        names = self._committed()
+        schema = EPISODE_SCHEMA
+        if columns is not None:
+            keep = ["episode_id", *(c for c in columns if c != "episode_id")]
+            schema = pa.schema([EPISODE_SCHEMA.field(c) for c in keep])
+        episodes = pl.from_arrow(self._read(self.episodes_dir, names, schema))
+        assert isinstance(episodes, pl.DataFrame)
+        return episodes.unique(subset="episode_id", keep="first", maintain_order=True).drop(_PART_COL)
 
     def turns(self) -> pl.DataFrame:
         """The turn rows of the episode rows `episodes()` returns."""
@@ -197,98 +208,3 @@ class ResultStore:
     def rounds(self) -> pl.DataFrame:
         """The per-round diagnostic rows of the episode rows `episodes()` returns."""
         return self._read_with(self.rounds_dir, ROUND_SCHEMA)[1]
-
-
-class BufferedWriter:
-    """Buffers finished episodes and appends them to a `ResultStore` as one part once `max_episodes`
-    are waiting or the oldest has waited `max_seconds` (checked on `add` and `flush_if_due`).
-
-    Each episode's rows are validated when added: a bad episode is not buffered; it lands in `failed`
-    (id and reason) and `add` returns False. A part that fails to write is retried one episode per
-    part, so a write failure costs only the episode that causes it; a full disk raises
-    `sweep.repair.DiskFull` once whatever fits is written."""
-
-    def __init__(
-        self,
-        store: ResultStore,
-        max_episodes: int = 64,
-        max_seconds: float = 5.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        if max_episodes < 1:
-            raise ValueError("max_episodes must be >= 1")
-        self.store = store
-        self.max_episodes = max_episodes
-        self.max_seconds = max_seconds
-        self._clock = clock
-        self._entries: list[Entry] = []
-        self.failed: list[str] = []  # "episode_id: reason" of every episode that could not be stored
-        self.written = 0  # episodes committed by this writer
-        self._since: float | None = None
-        self._closed = False
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def add(
-        self,
-        episode_row: dict[str, Any],
-        turn_rows: list[dict[str, Any]],
-        round_rows: Sequence[dict[str, Any]] = (),
-    ) -> bool:
-        """Buffer one finished episode with its turns and rounds; flush if a bound is hit. False when
-        its rows cannot be stored (the reason is in `failed`)."""
-        eid = str(episode_row.get("episode_id"))
-        try:
-            tables = self.store.tables([episode_row], list(turn_rows), round_rows)
-        except Exception as e:  # noqa: BLE001 - any bad row: this episode fails, the others go on
-            self.failed.append(f"{eid}: not stored: {type(e).__name__}: {str(e)[:300]}")
-            return False
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("BufferedWriter is closed")
-            if self._since is None:
-                self._since = self._clock()
-            self._entries.append(Entry(eid, tables))
-            if len(self._entries) >= self.max_episodes or self._due():
-                self._flush()
-        return True
-
-    def _due(self) -> bool:
-        return self._since is not None and self._clock() - self._since >= self.max_seconds
-
-    def flush_if_due(self) -> bool:
-        """Flush when the oldest buffered episode has waited `max_seconds`; True if it flushed."""
-        with self._lock:
-            if self._entries and self._due():
-                self._flush()
-                return True
-            return False
-
-    def flush(self) -> None:
-        """Write everything buffered as one part."""
-        with self._lock:
-            self._flush()
-
-    def _flush(self) -> None:
-        entries, self._entries, self._since = self._entries, [], None
-        if entries:
-            # Cleared first: whatever happens below, no episode is written twice by a later flush.
-            self.written += commit_entries(self.store, entries, self.failed)
-
-    def close(self) -> None:
-        """Flush and refuse further rows."""
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._flush()
-
-    def __enter__(self) -> BufferedWriter:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        # Buffered rows are whole finished episodes, so they are worth keeping even when the body raised.
-        self.close()

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 import yaml
 from rich.console import Console
 from rich.progress import (
@@ -20,18 +21,18 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
-from rich.table import Table
 
+from sweep import receipt
 from sweep.config import SweepConfig
 from sweep.ownership import Claims, DirLock
-from sweep.plan import Plan, build_plan
+from sweep.plan import EpisodeTask, Group, Plan, build_plan
 from sweep.pool import EnginePool
 from sweep.preflight import TrackingFailed, preflight
 from sweep.records import Recorder
 from sweep.repair import MIN_FREE_BYTES, DiskFull, free_bytes, is_disk_full
 from sweep.results import BufferedWriter, ResultStore
+from sweep.run_summary import summarize
 from sweep.scheduler import RunStats, run_tasks
-from sweep.tracking import sweep_tracker
 
 WAIT_POLL_S = 1.0  # how often an owner looks whether its workers' episodes are stored
 
@@ -91,15 +92,19 @@ def _run_owned(
     store = ResultStore(out, orphans_before=lock.clean_before())
     claims = Claims(out)
     done = store.done_ids()
-    todo = [t for t in plan.tasks if t.episode_id not in done]
-    held = claims.held_by_others({t.episode_id for t in todo})
-    todo = [t for t in todo if t.episode_id not in held]
-    outcome = SweepOutcome(out, len(plan.tasks), len(done & {t.episode_id for t in plan.tasks}), None, None, None)
-    if not todo and not held:
+    # Per group, how many of its episodes are still to run; the tasks themselves are made lazily.
+    held = claims.held_by_others(claims.claimed() - done)
+    left, n_held = _left(plan, done, held)
+    n_todo = sum(left.values())
+    outcome = SweepOutcome(out, len(plan.tasks), len(plan.tasks) - n_todo - n_held, None, None, None)
+    if not n_todo and not n_held:
         console.print(f"[green]all {len(plan.tasks)} episodes are already done[/]: no model call made")
-    elif todo:
+    elif n_todo:
+        groups = [g for g in plan.groups if left[g.key]]
+        skip = done | held
+        todo = (t for g in groups for t in g.tasks() if t.episode_id not in skip)
         try:
-            outcome.stats = _run_episodes(cfg, todo, store, address, console, claims)
+            outcome.stats = _run_episodes(cfg, groups, todo, n_todo, store, address, console, claims)
         except BaseException:
             with contextlib.suppress(Exception):  # let a worker (or the rerun) have what we gave up
                 claims.release(claims.mine - store.done_ids())
@@ -110,9 +115,7 @@ def _run_owned(
         return outcome
     _settle(plan, store, claims, lock, outcome, console)
     try:
-        tracker = sweep_tracker(cfg, tracking_uri)
-        outcome.tracking_uri = tracker.uri
-        outcome.parent_run_id = tracker.log_sweep(cfg, plan, store, outcome.stats)
+        _track(cfg, plan, store, outcome, tracking_uri, console)
     except Exception as e:  # noqa: BLE001 - MLflow's and the network's errors vary; the results are safe
         raise TrackingFailed(
             f"tracking: logging to MLflow failed ({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}); "
@@ -120,6 +123,44 @@ def _run_owned(
         ) from e
     outcome.summary = summarize(plan, store)
     return outcome
+
+
+def _track(
+    cfg: SweepConfig, plan: Plan, store: ResultStore, outcome: SweepOutcome, uri: str | None, console: Console
+) -> None:
+    """Log the sweep to MLflow, unless nothing ran and the store's receipt says MLflow has it all
+    already (`sweep.receipt`): then MLflow is not even imported."""
+    if not cfg.tracking.enabled:
+        return
+    out = Path(cfg.output_dir).resolve()
+    uri = uri or cfg.tracking.uri or receipt.default_tracking_uri(out)
+    facts = (out, uri, cfg.tracking.experiment, cfg.identity())
+    if outcome.stats is None and (parent := receipt.fresh(*facts, store.part_names())) is not None:
+        console.print("mlflow: up to date (nothing new since it was logged)")
+        outcome.tracking_uri, outcome.parent_run_id = uri, parent
+        return
+    from sweep.tracking import sweep_tracker
+
+    tracker = sweep_tracker(cfg, uri)
+    outcome.tracking_uri = tracker.uri
+    outcome.parent_run_id = tracker.log_sweep(cfg, plan, store, outcome.stats)
+    if outcome.parent_run_id is not None and not (outcome.stats and outcome.stats.failures):
+        receipt.write(*facts, store.part_names(), outcome.parent_run_id)
+
+
+def _left(plan: Plan, done: set[str], held: set[str]) -> tuple[dict[str, int], int]:
+    """Per group, how many of its episodes are still to run here; and how many of the plan's
+    episodes other live drivers hold."""
+    left, n_held = {}, 0
+    for g in plan.groups:
+        n = 0
+        for t in g.tasks():
+            if t.episode_id in held:
+                n_held += 1
+            elif t.episode_id not in done:
+                n += 1
+        left[g.key] = n
+    return left, n_held
 
 
 def _settle(
@@ -147,14 +188,16 @@ def _settle(
 
 def _run_episodes(
     cfg: SweepConfig,
-    todo: list[Any],
+    groups: list[Group],
+    todo: Iterator[EpisodeTask],
+    n_todo: int,
     store: ResultStore,
     address: str | None,
     console: Console,
     claims: Claims,
 ) -> RunStats:
-    used = sorted({m for t in todo for m in t.group.seats})
-    math = any(t.sample.kind == "math" for t in todo)
+    used = sorted({m for g in groups for m in g.seats})
+    math = any(s.kind == "math" for g in groups for s in g.samples)
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -165,26 +208,41 @@ def _run_episodes(
     )
     with (
         EnginePool(cfg, used, address, console, warm_math=math) as pool,
-        Progress(*columns, console=console, transient=False) as bar,
-        BufferedWriter(store) as writer,
+        Progress(*columns, console=console, transient=False, refresh_per_second=4) as bar,
+        BufferedWriter(store, background=True) as writer,
     ):
-        task_id = bar.add_task("episodes", total=len(todo), acc=0.0, tokens=0)
+        task_id = bar.add_task("episodes", total=n_todo, acc=0.0, tokens=0)
 
         def show(s: RunStats) -> None:
             bar.update(task_id, completed=s.done, acc=s.accuracy, tokens=s.tokens)
 
         record = Recorder(writer, cfg.identity(), pool.simulated)
+        started = seconds_since_start()
+        if started is not None:
+            console.print(f"first episodes start {started:.1f} s after the command started")
         gate = SpaceGate(store.out_dir, claims)
-        stats = asyncio.run(run_tasks(todo, pool.agents, record, cfg.concurrency, on_progress=show, claim=gate))
+        stats = asyncio.run(run_tasks(todo, pool.agents, record, cfg.concurrency, show, n_todo, claim=gate))
     if gate.full is not None:
         raise DiskFull(store.out_dir, f"{gate.full}; {stats.done} episode(s) stored before it stopped")
     # Episodes that ran but could not be stored are failed ones (the writer says why).
     stats.done -= len(writer.failed)
     stats.failures += writer.failed
+    rate = f" ({stats.calls / stats.wall_s:,.0f} calls/s)" if stats.wall_s > 0 else ""
+    console.print(f"{stats.done} episodes, {stats.calls:,} calls in {stats.wall_s:.1f} s{rate}")
     if pool.cache is not None:
         stats.cache_hits = pool.cache.hits
         console.print(pool.cache_line())
     return stats
+
+
+def seconds_since_start() -> float | None:
+    """Seconds since this process started (Linux /proc; None elsewhere)."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return uptime - ticks / os.sysconf("SC_CLK_TCK")
 
 
 class SpaceGate:
@@ -208,62 +266,3 @@ class SpaceGate:
                 raise
             self.full = f"claiming an episode failed ({e.strerror or e})"
             return False
-
-
-def summarize(plan: Plan, store: ResultStore) -> list[dict[str, Any]]:
-    """Per (method spec, dataset): episodes, accuracy (mean over seeds' episodes), tokens and calls per task."""
-    episodes = store.episodes()
-    rows = []
-    seen: dict[tuple[str, str], list[str]] = {}
-    for t in plan.tasks:
-        seen.setdefault(
-            (t.group.method.label, f"{t.group.dataset.name}/{t.group.dataset.split}"), []
-        ).append(t.episode_id)
-    for (method, dataset), ids in seen.items():
-        ep = episodes.filter(pl.col("episode_id").is_in(ids))
-        if ep.height == 0:
-            continue
-        rows.append(
-            {
-                "method": method,
-                "dataset": dataset,
-                "episodes": ep.height,
-                "accuracy": float(ep["correct"].mean()),  # type: ignore[arg-type]
-                "tokens/task": float((ep["prompt_tokens"] + ep["completion_tokens"]).mean()),  # type: ignore[arg-type]
-                "calls/task": float(ep["calls"].mean()),  # type: ignore[arg-type]
-                "cost/task": float(ep["cost"].mean()),  # type: ignore[arg-type]
-                "parse_fail": int(ep["parse_failures"].sum()),
-                "cache_hits": int(ep["cache_hits"].sum()),
-            }
-        )
-    return rows
-
-
-def summary_table(rows: list[dict[str, Any]], simulated: bool) -> Table:
-    title = "results (simulated agents)" if simulated else "results"
-    table = Table(title=title)
-    for col in (
-        "method",
-        "dataset",
-        "episodes",
-        "accuracy",
-        "tokens/task",
-        "calls/task",
-        "cost/task",
-        "parse_fail",
-        "cache_hits",
-    ):
-        table.add_column(col, justify="left" if col in ("method", "dataset") else "right")
-    for r in rows:
-        table.add_row(
-            r["method"],
-            r["dataset"],
-            str(r["episodes"]),
-            f"{r['accuracy']:.3f}",
-            f"{r['tokens/task']:.0f}",
-            f"{r['calls/task']:.1f}",
-            f"{r['cost/task']:.6f}",
-            str(r["parse_fail"]),
-            str(r["cache_hits"]),
-        )
-    return table

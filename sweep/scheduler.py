@@ -1,12 +1,16 @@
-"""Runs many episodes at once as asyncio tasks on the driver, each awaiting the shared engine actors,
-and hands every finished episode to a callback straight away (`sweep.records.Recorder` writes it to
-Parquet; a study also scores its trial with it; a trainer collects the trajectory)."""
+"""Runs many episodes at once as asyncio tasks on the driver, each awaiting the shared engines, and
+hands every finished episode to a callback straight away (`sweep.records.Recorder` writes it to
+Parquet; a study also scores its trial with it; a trainer collects the trajectory).
+
+A fixed pool of `concurrency` workers pulls episodes from the (lazy) task iterator: memory holds the
+episodes in flight, never one coroutine per episode of the sweep."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sized
 from dataclasses import dataclass, field
 
 from data.graders import grader_for
@@ -15,6 +19,10 @@ from debate.episode import Agent, EpisodeResult, run_episode
 from sweep.plan import EpisodeTask
 
 OnEpisode = Callable[[EpisodeTask, EpisodeResult, Diagnostics], None]
+
+
+class FatalError(RuntimeError):
+    """An error that stops the whole run (an engine that cannot start), not just one episode."""
 
 
 @dataclass
@@ -29,6 +37,7 @@ class RunStats:
     cache_hits: int = 0
     skipped: int = 0  # claimed by another driver when their turn came
     failures: list[str] = field(default_factory=list)
+    wall_s: float = 0.0  # from the first episode's start to the last one's end
 
     @property
     def accuracy(self) -> float:
@@ -46,32 +55,25 @@ async def run_one(task: EpisodeTask, agents: Mapping[str, Agent]) -> tuple[Episo
 
 
 async def run_tasks(
-    tasks: Sequence[EpisodeTask],
+    tasks: Iterable[EpisodeTask],
     agents: Mapping[str, Agent],
     on_episode: OnEpisode,
     concurrency: int,
     on_progress: Callable[[RunStats], None] = lambda s: None,
+    total: int | None = None,
     claim: Callable[[EpisodeTask], bool] | None = None,
 ) -> RunStats:
     """Run `tasks` with at most `concurrency` episodes in flight, calling `on_episode` for each one
     that finishes. A failing episode is recorded and skipped (nothing is handed on, so a rerun
     retries it); the others go on. `claim`, asked as an episode is about to start, may say another
-    driver has it: the episode is then skipped (counted in `skipped`)."""
-    stats = RunStats(total=len(tasks))
-    sem = asyncio.Semaphore(concurrency)
+    driver has it: the episode is then skipped (counted in `skipped`). `total` (for the progress
+    bar) defaults to `len(tasks)`."""
+    if total is None:
+        total = len(tasks) if isinstance(tasks, Sized) else 0
+    stats = RunStats(total=total)
+    pending = iter(tasks)
 
-    async def one(task: EpisodeTask) -> None:
-        async with sem:
-            if claim is not None and not claim(task):
-                stats.skipped += 1
-                return
-            try:
-                result, diagnostics = await run_one(task, agents)
-            except Exception as e:  # an engine error must not take the other episodes down
-                stats.failures.append(f"{task.episode_id}: {type(e).__name__}: {e}")
-                if len(stats.failures) == 1:
-                    traceback.print_exc()
-                return
+    def record(task: EpisodeTask, result: EpisodeResult, diagnostics: Diagnostics) -> None:
         on_episode(task, result, diagnostics)
         stats.done += 1
         stats.correct += int(result.correct)
@@ -79,5 +81,24 @@ async def run_tasks(
         stats.calls += result.calls
         on_progress(stats)
 
-    await asyncio.gather(*(one(t) for t in tasks))
+    async def worker() -> None:
+        # Workers share one iterator; `next` never awaits, so no two workers take the same task.
+        for task in pending:
+            if claim is not None and not claim(task):
+                stats.skipped += 1
+                continue
+            try:
+                result, diagnostics = await run_one(task, agents)
+            except FatalError:
+                raise
+            except Exception as e:  # an engine error must not take the other episodes down
+                stats.failures.append(f"{task.episode_id}: {type(e).__name__}: {e}")
+                if len(stats.failures) == 1:
+                    traceback.print_exc()
+                continue
+            record(task, result, diagnostics)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    stats.wall_s = time.perf_counter() - started
     return stats

@@ -25,6 +25,7 @@ from mlflow.utils.validation import (
 from sweep.config import SweepConfig
 from sweep.metrics import diagnostic_metrics, group_metrics
 from sweep.plan import Plan
+from sweep.receipt import default_tracking_uri
 from sweep.results import ResultStore
 from sweep.scheduler import RunStats
 
@@ -34,14 +35,6 @@ TAG_GROUP = "debate_sweep.group"
 TAG_N_EPISODES = "debate_sweep.n_episodes"
 TAG_PARENT = "mlflow.parentRunId"
 TAG_RUN_NAME = "mlflow.runName"
-
-
-def default_tracking_uri(out_dir: Path) -> str:
-    """MLFLOW_TRACKING_URI if set, else a sqlite file in `out_dir` (absolute, so the CWD never matters)."""
-    env = os.environ.get("MLFLOW_TRACKING_URI")
-    if env:
-        return env
-    return f"sqlite:///{Path(out_dir).resolve() / 'mlflow.db'}"
 
 
 def flatten_params(d: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
@@ -104,7 +97,6 @@ class Tracker:
         self.parent_id: str | None = None
         self.sweep_id: str | None = None
         self._children: dict[str, Run] = {}
-        self._rounds: pl.DataFrame | None = None  # the store's rounds/, read once when needed
 
     def _experiment(self, name: str) -> str:
         exp = self.client.get_experiment_by_name(name)
@@ -156,21 +148,22 @@ class Tracker:
 
     def log_sweep(self, cfg: SweepConfig, plan: Plan, store: ResultStore, stats: RunStats | None) -> str:
         """The whole sweep: the parent run, a child per group with stored episodes, and the parent's
-        summary metrics; returns the parent run id."""
+        summary metrics; returns the parent run id. Streams: only groups with new episodes are
+        logged, their rows split out of the store one part at a time."""
+        from sweep.group_rows import split_by_group, stored_by_group
+
         params = flatten_params(cfg.model_dump(mode="json", exclude={"tracking"}))
         parent = self.start_sweep(cfg.identity(), cfg.name, params)
-        episodes, turns = store.episodes(), store.turns()
-        for g in plan.groups:
-            ids = [t.episode_id for t in plan.tasks if t.group is g]
-            ep = episodes.filter(pl.col("episode_id").is_in(ids))
-            if ep.height == 0:
-                continue
-            tu = turns.filter(pl.col("episode_id").is_in(ids))
-            gparams = flatten_params(
-                {"method": g.method_spec, "dataset": g.dataset.model_dump(), "seed": g.seed}
-            )
-            self.log_group(g.key, g.run_name, gparams, ep, tu)
-        done = episodes.filter(pl.col("sweep_id") == cfg.identity()) if episodes.height else episodes
+        stored = stored_by_group(plan, store)
+        counts = dict(stored.group_by("_group").len().iter_rows())
+        due = [gi for gi, g in enumerate(plan.groups) if counts.get(gi, 0) not in (0, self._logged(g.key))]
+        with tempfile.TemporaryDirectory(prefix="debate-sweep-") as tmp:
+            for gi, folder in split_by_group(store, stored, due, Path(tmp)).items():
+                g = plan.groups[gi]
+                gparams = flatten_params({"method": g.method_spec, "dataset": g.dataset.model_dump(), "seed": g.seed})
+                episodes, rounds = (pl.read_parquet(folder / f"{t}.parquet") for t in ("episodes", "rounds"))
+                self._log_folder(g.key, g.run_name, gparams, folder, episodes, rounds)
+        done = store.episodes(["sweep_id", "correct"]).filter(pl.col("sweep_id") == cfg.identity())
         metrics = {
             "episodes_done": float(done.height),
             "cache_hits_this_run": float(stats.cache_hits if stats else 0),
@@ -179,6 +172,12 @@ class Tracker:
             metrics["accuracy"] = float(done["correct"].mean())  # type: ignore[arg-type]
         self.finish_sweep("FAILED" if stats and stats.failures else "FINISHED", metrics)
         return parent
+
+    def _logged(self, group_key: str) -> int | None:
+        """How many episodes the group's child run was last logged with (None: no child yet)."""
+        child = self._children.get(group_key)
+        n = child.data.tags.get(TAG_N_EPISODES) if child is not None else None
+        return int(n) if n is not None and n.isdigit() else None
 
     def _parent(self) -> str:
         if self.parent_id is None:
@@ -196,26 +195,32 @@ class Tracker:
     ) -> str | None:
         """Log a group's metrics and tables to its child run; None when there is nothing new. Without
         `rounds`, the group's rows are read from the `rounds/` table of the store at `out_dir`."""
+        self._parent()
+        if episodes.height == 0 or self._logged(group_key) == episodes.height:
+            return None
+        if rounds is None:
+            rounds = ResultStore(self.out_dir).rounds().filter(pl.col("episode_id").is_in(episodes["episode_id"]))
+        with tempfile.TemporaryDirectory(prefix="debate-sweep-") as tmp:
+            episodes.write_parquet(Path(tmp) / "episodes.parquet")
+            turns.write_parquet(Path(tmp) / "turns.parquet")
+            rounds.write_parquet(Path(tmp) / "rounds.parquet")
+            return self._log_folder(group_key, run_name, params, Path(tmp), episodes, rounds)
+
+    def _log_folder(
+        self, key: str, run_name: str, params: Mapping[str, str], folder: Path, episodes: pl.DataFrame, rounds: pl.DataFrame
+    ) -> str:
+        """Log a group's child run: the Parquet files in `folder` as artifacts, metrics from its
+        `episodes` and `rounds`, then the n_episodes tag."""
         parent = self._parent()
-        child = self._children.get(group_key)
-        if episodes.height == 0:
-            return None
-        if child is not None and child.data.tags.get(TAG_N_EPISODES) == str(episodes.height):
-            return None
+        child = self._children.get(key)
         if child is None:
-            tags = {TAG_PARENT: parent, TAG_GROUP: group_key, TAG_ROLE: "group"}
+            tags = {TAG_PARENT: parent, TAG_GROUP: key, TAG_ROLE: "group"}
             child = self.client.create_run(self.experiment_id, tags=tags, run_name=run_name)
         else:
             self.client.update_run(child.info.run_id, status="RUNNING")
         run_id = child.info.run_id
         # Artifacts before the n_episodes tag: a crash in between leaves the tag stale, so a rerun redoes it.
-        if rounds is None:
-            rounds = self._store_rounds().filter(pl.col("episode_id").is_in(episodes["episode_id"].to_list()))
-        with tempfile.TemporaryDirectory(prefix="debate-sweep-") as tmp:
-            episodes.write_parquet(Path(tmp) / "episodes.parquet")
-            turns.write_parquet(Path(tmp) / "turns.parquet")
-            rounds.write_parquet(Path(tmp) / "rounds.parquet")
-            self.client.log_artifacts(run_id, tmp, "results")
+        self.client.log_artifacts(run_id, str(folder), "results")
         scalars, per_round = group_metrics(episodes)
         now = int(time.time() * 1000)
         metrics = [Metric(k, v, now, 0) for k, v in scalars.items()]
@@ -225,13 +230,8 @@ class Tracker:
         new_params = [Param(k, v) for k, v in params.items() if k not in child.data.params]
         self._batch(run_id, metrics, new_params, [RunTag(TAG_N_EPISODES, str(episodes.height))])
         self.client.set_terminated(run_id, "FINISHED")
-        self._children[group_key] = self.client.get_run(run_id)
+        self._children[key] = self.client.get_run(run_id)
         return run_id
-
-    def _store_rounds(self) -> pl.DataFrame:
-        if self._rounds is None:
-            self._rounds = ResultStore(self.out_dir).rounds()
-        return self._rounds
 
     def finish_sweep(self, status: str = "FINISHED", metrics: Mapping[str, float] | None = None) -> None:
         """Log summary metrics and a small summary.json on the parent, then end it with `status`."""

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+
+import pytest
 
 from actors.base import ChatRequest, Completion, Message
 from sweep.cache import CachedBackend, CallCache, request_key
@@ -57,7 +60,9 @@ def test_only_misses_go_to_the_engine_in_order(tmp_path: Path) -> None:
 
 def test_the_cache_persists_across_processes_worth_of_instances(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
-    asyncio.run(CachedBackend(Counting(), CallCache(path), IDENTITY).generate([req("a")]))
+    first = CallCache(path)
+    asyncio.run(CachedBackend(Counting(), first, IDENTITY).generate([req("a")]))
+    first.close()  # rows reach the file once the cache is flushed or closed (the pool closes it)
     engine = Counting()
     asyncio.run(CachedBackend(engine, CallCache(path), IDENTITY).generate([req("a")]))
     assert engine.calls == 0 and len(CallCache(path)) == 1
@@ -109,3 +114,30 @@ def test_an_engine_failure_reaches_every_waiter(tmp_path: Path) -> None:
     results = asyncio.run(both())
     assert all(isinstance(r, RuntimeError) for r in results)
     assert len(backend.cache) == 0 and not backend._pending
+
+
+def test_writes_wait_for_no_disk_and_are_answered_before_they_are_committed(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite"
+    cache = CallCache(path)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another writer holds the file: nothing can commit
+    engine = Counting()
+    backend = CachedBackend(engine, cache, IDENTITY)
+    asyncio.run(backend.generate([req("a"), req("b")]))  # returns although the rows cannot be written
+    again = asyncio.run(backend.generate([req("a"), req("b")]))
+    assert engine.requests == 2 and all(c.cache_hit for c in again)  # answered from memory
+    assert blocker.execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 0
+    blocker.execute("COMMIT")
+    cache.flush()
+    assert blocker.execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 2
+    cache.close()
+    assert len(CallCache(path)) == 2
+
+
+def test_a_failing_writer_is_reported_not_swallowed(tmp_path: Path) -> None:
+    cache = CallCache(tmp_path / "c.sqlite")
+    cache.put_many([("k", Completion(object(), 1, 1))])  # type: ignore[arg-type]  # not JSON
+    with pytest.raises(RuntimeError, match="writer failed"):
+        cache.flush()
+    with pytest.raises(RuntimeError, match="writer failed"):
+        cache.put_many([("k2", Completion("x", 1, 1))])

@@ -94,6 +94,7 @@ def test_claims_give_an_episode_to_one_driver_and_dead_ones_lose_theirs(tmp_path
         live = {"host": socket.gethostname(), "pid": sleeper.pid, "started": _ticks(sleeper.pid)}
         (tmp_path / "claims" / "e2").write_text(json.dumps(live))
         assert not mine.take("e2") and mine.held_by_others({"e1", "e2", "e3"}) == {"e2"}
+        assert mine.claimed() == {"e1", "e2"}  # a listing, whoever holds them
     finally:
         sleeper.kill()
         sleeper.wait()

@@ -25,7 +25,7 @@ def user(messages: tuple[prompts.Message, ...]) -> str:
     return messages[-1].content
 
 
-def test_rendering_is_byte_stable_and_shares_the_question_prefix() -> None:
+def test_rendering_is_byte_stable_and_puts_what_is_shared_first() -> None:
     rendered = [
         prompts.initial_messages(NUM, 0),
         prompts.initial_messages(NUM, 3),
@@ -36,12 +36,15 @@ def test_rendering_is_byte_stable_and_shares_the_question_prefix() -> None:
     assert rendered[0] == prompts.initial_messages(NUM, 0)  # deterministic
     assert len({m[0].content for m in rendered}) == 1  # one system message for every phase
     problem = prompts.problem_block(NUM)
-    assert all(user(m).startswith(problem + "\n\n") for m in rendered)
-    answering = [
-        m for i, m in enumerate(rendered) if i != 3
-    ]  # every phase but the critique also shares the rubric
-    assert all(user(m).startswith(f"{problem}\n\n{prompts.CONFIDENCE_RUBRIC}") for m in answering)
-    assert "You are Agent 1." in user(rendered[0]) and "You are Agent 4." in user(rendered[1])
+    answering = [m for i, m in enumerate(rendered) if i != 3]  # every phase but the critique has the rubric
+    assert all(user(m).startswith(prompts.CONFIDENCE_RUBRIC + "\n\n") for m in answering)
+    for m in rendered:  # the item after the fixed text, then what names the agent
+        text = user(m)
+        assert text.index(problem) < text.index("You are Agent")
+        assert all(f"Agent {k}" not in text[: text.index(problem)] for k in range(1, 6))
+    first, fourth = user(rendered[0]), user(rendered[1])
+    assert first.endswith("You are Agent 1.") and fourth.endswith("You are Agent 4.")
+    assert first.removesuffix("1.") == fourth.removesuffix("4.")  # agents differ in their last tokens only
 
 
 @pytest.mark.parametrize(
@@ -98,6 +101,9 @@ def test_rumad_templates() -> None:
     with pytest.raises(ValueError, match="no 'critique' template"):
         prompts.critique_messages(NUM, 0, OWN, [(1, PEER)], "rumad")
     assert "Confidence: N" in user(start) and "JSON" not in user(start)
+    generated = '{"answer": 41} I added it up.'
+    extended = prompts.update_messages(NUM, OWN, [(1, PEER)], 0, "rumad", own_text=generated)
+    assert extended[2].content == generated and extended[:2] == start  # the conversation goes on as it was
 
 
 def test_structured_output_schema_per_phase_and_style() -> None:

@@ -81,14 +81,14 @@ def _stop_at(point: str, nth: int) -> None:
 
         sweep.results.write_atomic = half_written  # type: ignore[assignment]
     elif point == "mlflow":
-        real_group = sweep.tracking.Tracker.log_group
+        real_group = sweep.tracking.Tracker._log_folder  # every group's child run is logged through it
 
         def logging(self: Any, *args: Any, **kwargs: Any) -> Any:
             if due():
                 _stop_self()
             return real_group(self, *args, **kwargs)
 
-        sweep.tracking.Tracker.log_group = logging  # type: ignore[method-assign]
+        sweep.tracking.Tracker._log_folder = logging  # type: ignore[method-assign]
     elif point == "claim":
         real_link = os.link
 

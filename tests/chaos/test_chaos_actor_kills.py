@@ -31,7 +31,8 @@ def test_engine_actor_kills_lose_and_duplicate_nothing(
     path = sweep_config(tmp_path, limit=20, latency=0.15)
     raw = load_config(path)
     models = {"sim": raw.models["sim"].model_copy(update={"replicas": 2})}
-    cfg = raw.model_copy(update={"models": models})
+    ray_opts = raw.ray.model_copy(update={"in_process": False})  # the simulated engine in Ray actors too
+    cfg = raw.model_copy(update={"models": models, "ray": ray_opts})
     started: list[Any] = []
     kills: list[int] = []
     recorded = [0]
