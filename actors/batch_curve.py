@@ -80,6 +80,7 @@ class Meter:
     finished: dict[int, int] = field(default_factory=dict)  # requests done, per second
     busy_s: float = 0.0
     steps: int = 0
+    ends: list[int] = field(default_factory=list)  # the step each finished sequence ended after, in order
 
 
 class BatchingEngine:
@@ -161,6 +162,7 @@ class BatchingEngine:
                 _, _, seq = heapq.heappop(self.running)
                 self.context -= seq.prompt + seq.tokens
                 self.meter.finished[second] = self.meter.finished.get(second, 0) + 1
+                self.meter.ends.append(self.step)
                 if not seq.done.done():
                     seq.done.set_result(None)
 
