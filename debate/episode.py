@@ -21,12 +21,13 @@ import numpy as np
 
 from actors.base import Backend, ChatRequest, Completion
 from data.types import Grader, Sample
+from debate.adversary import adversarial_messages
 from debate.critique import answer_property, read_reviews, read_verdicts, structured_schema
 from debate.decision import Decision
 from debate.methods import Method
 from debate.parsing import parse_reply
 from debate.phases import PHASE_CALLS, Call, initial_calls
-from debate.prompts import adversarial_messages, question_block
+from debate.prompts import question_block
 from debate.spec import SeedStream
 from debate.state import DebateState, Turn, next_view
 from debate.trajectory import EpisodeResult, build_trajectory

@@ -37,7 +37,8 @@ from sweep.fields import (
     Temperature,
     TopP,
 )
-from sweep.yaml_limits import load_text, read_file
+from sweep.overrides import apply_override as apply_override  # re-exported: callers import it from here
+from sweep.yaml_limits import read_file
 
 
 class _Strict(BaseModel):
@@ -257,44 +258,6 @@ def check_places(cfg: SweepConfig, urls: Mapping[str, str | None] | None = None)
             f"ray.address: {cfg.ray.address!r} is not host:port, ray://host:port or auto; fix it or leave it unset"
         )
     return cfg.model_copy(update={"output_dir": out}) if cfg.output_dir.startswith("~") else cfg
-
-
-def apply_override(raw: dict[str, Any], item: str) -> None:
-    """Apply one `--set a.b.0.c=value` to the raw config dict."""
-    if "=" not in item:
-        raise ConfigError(f"--set {item!r}: expected key=value, e.g. --set rounds=3")
-    key, _, text = item.partition("=")
-    try:
-        value = load_text(text, f"--set {key.strip()}")
-    except ConfigError as e:
-        if "not valid YAML" not in str(e):
-            raise  # over a limit (depth, aliases, size): refused, not taken as text
-        value = text
-    parts = key.strip().split(".")
-    if not all(parts):
-        raise ConfigError(f"--set {item!r}: empty key part; write e.g. --set datasets.0.limit=5")
-    node: Any = raw
-    for i, part in enumerate(parts[:-1]):
-        if isinstance(node, list):
-            if not part.isdigit() or int(part) >= len(node):
-                raise ConfigError(
-                    f"--set {key}: '{part}' is not an index of {'.'.join(parts[:i]) or 'the config'}; "
-                    f"use 0 to {len(node) - 1}"
-                )
-            node = node[int(part)]
-        elif isinstance(node, dict):
-            node = node.setdefault(part, {})
-        else:
-            raise ConfigError(f"--set {key}: {'.'.join(parts[:i])} is a value, not a mapping; set it whole")
-    last = parts[-1]
-    if isinstance(node, list):
-        if not last.isdigit() or int(last) >= len(node):
-            raise ConfigError(f"--set {key}: '{last}' is not an index; use 0 to {len(node) - 1}")
-        node[int(last)] = value
-    elif isinstance(node, dict):
-        node[last] = value
-    else:
-        raise ConfigError(f"--set {key}: {'.'.join(parts[:-1])} is not a mapping")
 
 
 _MODELS = (SweepConfig, ModelSpec, DatasetSpec, MethodEntry, AgentEntry, Tracking, RayOptions, Sampling)

@@ -16,6 +16,7 @@ from actors.registry import build_backend
 from data.graders import grader_for
 from data.registry import load_benchmark
 from debate import prompts
+from debate.adversary import adversarial_messages
 from debate.baselines import matched_m, sample_costs, strongest
 from debate.episode import Agent, run_episode
 from debate.methods import build_method
@@ -67,7 +68,7 @@ def _run(method: Any, team: list[Agent], n: int = 8) -> list[Any]:
 def test_an_adversarial_seat_is_told_the_gold_and_argues_for_a_wrong_answer() -> None:
     sample = load_benchmark("arith", "test", limit=1)[0]
     messages = prompts.initial_messages(sample, 1)
-    adv = prompts.adversarial_messages(messages, sample)
+    adv = adversarial_messages(messages, sample)
     assert sample.gold in adv[0].content and "wrong answer" in adv[0].content
     assert adv[1:] == messages[1:] and adv[0].content.startswith(messages[0].content)
     honest, hostile = _run(build_method("fixed"), _team()), _run(build_method("fixed"), _team(adversarial=True))

@@ -73,6 +73,7 @@ def test_the_cache_stores_and_replays_only_clean_text(tmp_path: Path) -> None:
     agent = build_agents(cfg.models, {"m": engine}, cache)["m"]
     first = asyncio.run(agent.backend.generate([request(0)]))[0]
     assert "\ufffd" in first.text and first.model == "m\ufffd"
+    cache.flush()  # rows are committed by a background writer
     stored = cache._db.execute("SELECT completion FROM calls").fetchone()[0]
     assert "\\ud800" not in stored and json.loads(stored)["text"] == first.text
     again = asyncio.run(agent.backend.generate([request(0)]))[0]
