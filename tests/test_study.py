@@ -215,7 +215,7 @@ PEAR_SMALL = {
 def kill_mid_study(cmd: list[str], out: Path) -> None:
     """Start the study and SIGKILL its driver once a trial finished and another one is running."""
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 240
+    deadline = time.time() + 900  # start-up alone can take minutes at load average 20
 
     def mid_study() -> bool:
         trials = load(out).trials if (out / "study.journal").exists() else []
@@ -225,6 +225,7 @@ def kill_mid_study(cmd: list[str], out: Path) -> None:
     while time.time() < deadline and not mid_study():
         assert proc.poll() is None, "the study finished before it could be interrupted"
         time.sleep(0.3)
+    assert mid_study(), "no trial finished with another running within 900 s"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
 

@@ -158,10 +158,13 @@ def test_sigkill_mid_sweep_then_rerun_loses_and_duplicates_nothing(tmp_path: Pat
     cmd = sweep_cmd("run", str(p), "--address", ray_head.address, "--no-tracking")
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     parts = tmp_path / "out" / "episodes"
-    deadline = time.time() + 120
+    # Waits for the first part however long start-up takes (it took > 120 s at load average 20): the
+    # kill must land mid-sweep, not before the first write.
+    deadline = time.time() + 900
     while time.time() < deadline and not list(parts.glob("part-*.parquet")):
         assert proc.poll() is None, "the sweep finished before it could be interrupted"
         time.sleep(0.2)
+    assert list(parts.glob("part-*.parquet")), "no part written within 900 s"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     stored = ResultStore(tmp_path / "out").done_ids()

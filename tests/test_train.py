@@ -208,10 +208,15 @@ def kill_mid_training(cmd: list[str], out: Path) -> None:
     """Start `sweep train` and SIGKILL it once it has recorded an update and is running the next."""
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     state = out / "checkpoints" / "trainer.pt"
-    deadline = time.time() + 240
-    while time.time() < deadline and not (state.exists() and torch.load(state, weights_only=True)["update"] >= 2):
+    deadline = time.time() + 900  # start-up alone can take minutes at load average 20
+
+    def mid_training() -> bool:
+        return state.exists() and torch.load(state, weights_only=True)["update"] >= 2
+
+    while time.time() < deadline and not mid_training():
         assert proc.poll() is None, "the training finished before it could be interrupted"
         time.sleep(0.2)
+    assert mid_training(), "no second update recorded within 900 s"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
 
