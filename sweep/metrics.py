@@ -3,6 +3,8 @@ and the debate diagnostics averaged over episodes and per round."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import polars as pl
 
 
@@ -70,3 +72,70 @@ def diagnostic_metrics(episodes: pl.DataFrame, rounds: pl.DataFrame | None) -> l
         step = int(r[0])
         out += [(f"{c}_round", v, step) for c in ROUND_SERIES if (v := _mean(frame, c)) is not None]
     return out
+
+
+TABLE_COLUMNS = [
+    "method_label",
+    "method",
+    "dataset",
+    "split",
+    "seed",
+    "correct",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost",
+]
+
+
+def method_table(episodes: pl.DataFrame) -> pl.DataFrame:
+    """One row per method and dataset: accuracy as the mean ± sample std over seeds of each seed's
+    accuracy (std null with one seed), tokens and price-weighted cost per task, episodes and seeds."""
+    label = pl.coalesce(pl.col("method_label"), pl.col("method")).alias("method_label")
+    per_seed = (
+        episodes.with_columns(label)
+        .group_by("method_label", "dataset", "split", "seed")
+        .agg(
+            pl.col("correct").mean().alias("accuracy"),
+            (pl.col("prompt_tokens") + pl.col("completion_tokens")).mean().alias("tokens_per_task"),
+            pl.col("cost").mean().alias("cost_per_task"),
+            pl.len().alias("episodes"),
+        )
+    )
+    return (
+        per_seed.group_by("method_label", "dataset", "split")
+        .agg(
+            pl.col("accuracy").mean().alias("accuracy_mean"),
+            pl.col("accuracy").std(ddof=1).alias("accuracy_std"),
+            pl.col("tokens_per_task").mean(),
+            pl.col("cost_per_task").mean(),
+            pl.col("episodes").sum(),
+            pl.len().alias("seeds"),
+        )
+        .sort("dataset", "split", "method_label")
+    )
+
+
+def table_markdown(table: pl.DataFrame) -> str:
+    """`method_table` as a markdown table (the parent run's description in MLflow)."""
+    lines = [
+        "| method | dataset | accuracy (mean ± std over seeds) | tokens/task | cost/task | episodes | seeds |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in table.iter_rows(named=True):
+        std = "" if r["accuracy_std"] is None else f" ± {r['accuracy_std']:.3f}"
+        lines.append(
+            f"| {r['method_label']} | {r['dataset']}/{r['split']} | {r['accuracy_mean']:.3f}{std} | "
+            f"{r['tokens_per_task']:.0f} | {r['cost_per_task']:.6f} | {r['episodes']} | {r['seeds']} |"
+        )
+    return "\n".join(lines)
+
+
+def readable_tags(run_name: str, params: dict[str, str] | Mapping[str, str]) -> dict[str, str]:
+    """Tags of a group's child run that read as the runs table's columns and group-by keys: the
+    method's label (its run name's first part), the method, the dataset and the seed."""
+    return {
+        "method_label": run_name.split(" | ")[0],
+        "method": params.get("method.name", ""),
+        "dataset": f"{params.get('dataset.name', '')}/{params.get('dataset.split', '')}",
+        "seed": params.get("seed", ""),
+    }

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
@@ -15,15 +14,18 @@ import polars as pl
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, Run, RunTag, ViewType
 from mlflow.exceptions import MlflowException
-from mlflow.utils.validation import (
-    MAX_ENTITIES_PER_BATCH,
-    MAX_METRICS_PER_BATCH,
-    MAX_PARAM_VAL_LENGTH,
-    MAX_PARAMS_TAGS_PER_BATCH,
-)
 
 from sweep.config import SweepConfig
-from sweep.metrics import diagnostic_metrics, group_metrics
+from sweep.metrics import (
+    TABLE_COLUMNS,
+    diagnostic_metrics,
+    group_metrics,
+    method_table,
+    readable_tags,
+    table_markdown,
+)
+from sweep.mlflow_io import flatten_params as flatten_params  # re-exported
+from sweep.mlflow_io import log_batch as log_batch  # re-exported
 from sweep.plan import Plan
 from sweep.receipt import default_tracking_uri
 from sweep.results import ResultStore
@@ -35,41 +37,7 @@ TAG_GROUP = "debate_sweep.group"
 TAG_N_EPISODES = "debate_sweep.n_episodes"
 TAG_PARENT = "mlflow.parentRunId"
 TAG_RUN_NAME = "mlflow.runName"
-
-
-def flatten_params(d: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
-    """Nested mappings as "a.b.c" keys with string values; lists/tuples as JSON; values cut to
-    MLflow's param length limit."""
-    out: dict[str, str] = {}
-    for key, value in d.items():
-        name = f"{prefix}.{key}" if prefix else str(key)
-        if isinstance(value, Mapping):
-            out.update(flatten_params(value, name))
-            continue
-        text = json.dumps(list(value), default=str) if isinstance(value, list | tuple) else str(value)
-        out[name] = text[:MAX_PARAM_VAL_LENGTH]
-    return out
-
-
-def log_batch(
-    client: MlflowClient, run_id: str, metrics: list[Metric], params: list[Param], tags: list[RunTag]
-) -> None:
-    """Log in as few `log_batch` calls as MLflow's per-batch limits allow (params + tags, metrics,
-    entities in all)."""
-    pairs: list[Param | RunTag] = [*params, *tags]
-    metrics = list(metrics)
-    while True:
-        part, pairs = pairs[:MAX_PARAMS_TAGS_PER_BATCH], pairs[MAX_PARAMS_TAGS_PER_BATCH:]
-        room = min(MAX_METRICS_PER_BATCH, MAX_ENTITIES_PER_BATCH - len(part))
-        batch, metrics = metrics[:room], metrics[room:]
-        client.log_batch(
-            run_id,
-            metrics=batch,
-            params=[p for p in part if isinstance(p, Param)],
-            tags=[t for t in part if isinstance(t, RunTag)],
-        )
-        if not pairs and not metrics:
-            return
+KIND_TAG = "mlflow.experimentKind"  # runs, not traces: the experiment opens on its runs table
 
 
 def _runs(client: MlflowClient, experiment_id: str, filter_string: str) -> Iterator[Run]:
@@ -104,13 +72,16 @@ class Tracker:
             # Without an explicit artifact_location, sqlite-backed artifacts land in ./mlruns of the CWD.
             location = (self.out_dir / "mlartifacts").as_uri()
             try:
-                return self.client.create_experiment(name, artifact_location=location)
+                tags = {KIND_TAG: "custom_model_development"}
+                return self.client.create_experiment(name, artifact_location=location, tags=tags)
             except MlflowException:
                 exp = self.client.get_experiment_by_name(name)  # another driver created it meanwhile
                 if exp is None:
                     raise
         if exp.lifecycle_stage == "deleted":
             self.client.restore_experiment(exp.experiment_id)
+        if KIND_TAG not in exp.tags:  # else MLflow 3 may open it on the (empty) GenAI traces page
+            self.client.set_experiment_tag(exp.experiment_id, KIND_TAG, "custom_model_development")
         return exp.experiment_id
 
     def _batch(self, run_id: str, metrics: list[Metric], params: list[Param], tags: list[RunTag]) -> None:
@@ -163,7 +134,8 @@ class Tracker:
                 gparams = flatten_params({"method": g.method_spec, "dataset": g.dataset.model_dump(), "seed": g.seed})
                 episodes, rounds = (pl.read_parquet(folder / f"{t}.parquet") for t in ("episodes", "rounds"))
                 self._log_folder(g.key, g.run_name, gparams, folder, episodes, rounds)
-        done = store.episodes(["sweep_id", "correct"]).filter(pl.col("sweep_id") == cfg.identity())
+        done = store.episodes(["sweep_id", *TABLE_COLUMNS]).filter(pl.col("sweep_id") == cfg.identity())
+        self._log_table(parent, done)
         metrics = {
             "episodes_done": float(done.height),
             "cache_hits_this_run": float(stats.cache_hits if stats else 0),
@@ -172,6 +144,17 @@ class Tracker:
             metrics["accuracy"] = float(done["correct"].mean())  # type: ignore[arg-type]
         self.finish_sweep("FAILED" if stats and stats.failures else "FINISHED", metrics)
         return parent
+
+    def _log_table(self, parent: str, episodes: pl.DataFrame) -> None:
+        """Method x dataset (accuracy mean ± std over seeds, tokens, cost) on the parent: as its
+        description (the run page shows it first) and as a table artifact."""
+        if episodes.height == 0:
+            return
+        table = method_table(episodes)
+        text = table_markdown(table)
+        self._batch(parent, [], [], [RunTag("mlflow.note.content", text)])
+        self.client.log_text(parent, text, "results_table.md")
+        self.client.log_table(parent, data=table.to_pandas(), artifact_file="results_table.json")
 
     def _logged(self, group_key: str) -> int | None:
         """How many episodes the group's child run was last logged with (None: no child yet)."""
@@ -214,7 +197,7 @@ class Tracker:
         parent = self._parent()
         child = self._children.get(key)
         if child is None:
-            tags = {TAG_PARENT: parent, TAG_GROUP: key, TAG_ROLE: "group"}
+            tags = {TAG_PARENT: parent, TAG_GROUP: key, TAG_ROLE: "group", **readable_tags(run_name, params)}
             child = self.client.create_run(self.experiment_id, tags=tags, run_name=run_name)
         else:
             self.client.update_run(child.info.run_id, status="RUNNING")

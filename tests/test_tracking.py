@@ -224,3 +224,33 @@ def test_log_group_logs_diagnostics_as_steps(uri: str, tmp_path: Path) -> None:
     history = client.get_metric_history(run_id, "answer_entropy_round")
     assert sorted((m.step, m.value) for m in history) == [(0, 1.0), (1, 0.5)]
     assert client.get_run(run_id).data.metrics["w2r"] == 0.5
+
+
+def test_the_parent_shows_a_method_table_and_children_carry_readable_tags(
+    uri: str, out_dir: Path, tmp_path: Path
+) -> None:
+    from sweep.metrics import method_table
+    from sweep.tracking import KIND_TAG
+
+    client = MlflowClient(tracking_uri=uri)
+    tracker = Tracker(uri, "exp-readable", out_dir)
+    assert client.get_experiment(tracker.experiment_id).tags[KIND_TAG] == "custom_model_development"
+    parent = tracker.start_sweep("sw-r", "readable", {})
+    frames = [group_frames(tmp_path, n, seed) for n, seed in ((4, 1), (2, 2))]
+    gp = {"method.name": "mad", "dataset.name": "gsm8k", "dataset.split": "test", "seed": "1"}
+    child = tracker.log_group("g1", "mad(rounds=2) | gsm8k/test | seed 1", gp, *frames[0])
+    assert child is not None
+    tags = client.get_run(child).data.tags
+    assert (tags["method_label"], tags["method"], tags["dataset"], tags["seed"]) == (
+        "mad(rounds=2)", "mad", "gsm8k/test", "1",
+    )  # fmt: skip
+
+    episodes = pl.concat([frames[0][0], frames[1][0]])
+    table = method_table(episodes)  # seed 1: 2 of 4 right, seed 2: 1 of 2 right
+    assert table.height == 1 and table["seeds"][0] == 2 and table["episodes"][0] == 6
+    assert table["accuracy_mean"][0] == pytest.approx(0.5) and table["accuracy_std"][0] == pytest.approx(0.0)
+    assert table["tokens_per_task"][0] == pytest.approx(120)
+    tracker._log_table(parent, episodes)
+    run = client.get_run(parent)
+    assert "| mad | gsm8k/test | 0.500 ± 0.000 | 120 |" in run.data.tags["mlflow.note.content"]
+    assert {a.path for a in client.list_artifacts(parent)} >= {"results_table.md", "results_table.json"}
