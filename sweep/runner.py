@@ -28,6 +28,7 @@ from sweep.ownership import Claims, DirLock
 from sweep.plan import EpisodeTask, Group, Plan, build_plan
 from sweep.pool import EnginePool
 from sweep.preflight import TrackingFailed, preflight
+from sweep.progress import ProgressLines
 from sweep.records import Recorder
 from sweep.repair import MIN_FREE_BYTES, DiskFull, free_bytes, is_disk_full
 from sweep.results import BufferedWriter, ResultStore
@@ -202,7 +203,7 @@ def _run_episodes(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("acc {task.fields[acc]:.3f}  tokens {task.fields[tokens]:,}"),
+        TextColumn("acc {task.fields[acc]:.3f}  {task.fields[tps]:,.0f} tokens/s  {task.fields[hits]:,} cache hits"),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
     )
@@ -211,10 +212,21 @@ def _run_episodes(
         Progress(*columns, console=console, transient=False, refresh_per_second=4) as bar,
         BufferedWriter(store, background=True) as writer,
     ):
-        task_id = bar.add_task("episodes", total=n_todo, acc=0.0, tokens=0)
+        task_id = bar.add_task("episodes", total=n_todo, acc=0.0, tps=0.0, hits=0)
+        cache = pool.cache
+
+        def hits() -> int:
+            return cache.hits if cache is not None else 0
+
+        # Off a terminal the bar shows nothing until the end: a line every `progress_every_s` instead.
+        lines = None if console.is_terminal else ProgressLines(console, n_todo, cfg.progress_every_s, hits)
+        t0 = time.monotonic()
 
         def show(s: RunStats) -> None:
-            bar.update(task_id, completed=s.done, acc=s.accuracy, tokens=s.tokens)
+            tps = s.tokens / max(1e-9, time.monotonic() - t0)
+            bar.update(task_id, completed=s.done, acc=s.accuracy, tps=tps, hits=hits())
+            if lines is not None:
+                lines(s)
 
         record = Recorder(writer, cfg.identity(), pool.simulated)
         started = seconds_since_start()

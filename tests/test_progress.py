@@ -1,0 +1,40 @@
+"""Progress lines for logs: one every `every_s` seconds, with done/total, calls, tokens/s, cache hits
+and the time left; nothing before the first episode."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from sweep.progress import ProgressLines, duration
+from sweep.scheduler import RunStats
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_a_line_every_interval_with_rate_and_eta() -> None:
+    buf, clock = io.StringIO(), Clock()
+    lines = ProgressLines(Console(file=buf, width=300), total=100, every_s=30, cache_hits=lambda: 7, clock=clock)
+    lines(RunStats(total=100))  # nothing done yet: no line
+    clock.t += 10
+    lines(RunStats(total=100, done=10, correct=5, tokens=20_000, calls=50))
+    clock.t += 20  # 20 s later: within the interval, no line
+    lines(RunStats(total=100, done=30, correct=15, tokens=60_000, calls=150))
+    clock.t += 10  # 30 s after the first line
+    lines(RunStats(total=100, done=40, correct=20, tokens=80_000, calls=200))
+    printed = buf.getvalue().splitlines()
+    assert printed == [
+        "progress: 10/100 episodes (10 %), 50 calls, 2,000 tokens/s, 7 cache hits, acc 0.500, 10s elapsed, ETA 1m30s",
+        "progress: 40/100 episodes (40 %), 200 calls, 2,000 tokens/s, 7 cache hits, acc 0.500, 40s elapsed, ETA 1m00s",
+    ]
+
+
+def test_durations_read_as_people_write_them() -> None:
+    assert [duration(s) for s in (5, 65, 3725)] == ["5s", "1m05s", "1h02m"]
