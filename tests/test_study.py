@@ -120,9 +120,29 @@ def test_twenty_trials_log_mlflow_parent_children_plots_and_resume_as_done(
 
     assert main(["study", str(path), "--best"]) == 0
     best_cfg = load_config(out / "best.yaml")
-    assert (
-        best_cfg.datasets[0].split == "test" and best_cfg.methods[0].args["k"] == load(out).best_params["k"]
-    )
+    assert best_cfg.datasets[0].split == "test" and [m.name for m in best_cfg.methods] == ["cot", "random"]
+    assert best_cfg.methods[-1].args["k"] == load(out).best_params["k"]  # the base's baseline kept first
+
+
+def test_best_keeps_the_baselines_and_undoes_the_tuning_narrowing(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from sweep.study.cli import best_sweep
+
+    base = {
+        "models": {"sim": {"engine": "simulated"}},
+        "agents": [{"model": "sim", "count": 3}],
+        "datasets": [{"name": "arith", "split": "test", "limit": 50}],
+        "methods": ["cot", {"name": "fixed", "args": {"topology": "ring"}}],
+        "rounds": 1,
+        "seeds": [0, 1, 2],
+    }
+    narrowing = ["datasets.0.split=train", "datasets.0.offset=100", "datasets.0.limit=5", "seeds=[0]"]
+    path = write_study(tmp_path, "random", base=base, overrides=narrowing)
+    raw = best_sweep(load_study(path), [SimpleNamespace(params={"k": 1}, user_attrs={})])
+    assert raw["methods"] == ["cot", {"name": "fixed", "args": {"topology": "ring"}}, {"name": "random", "args": {"k": 1}}]
+    ds = raw["datasets"][0]
+    assert (ds["split"], ds["offset"], ds["limit"]) == ("test", 0, 50) and raw["seeds"] == [0, 1, 2]
 
 
 def test_wilcoxon_prunes_a_clearly_worse_trial_before_its_episodes_run(
@@ -200,7 +220,8 @@ def test_a_multi_objective_study_reports_its_pareto_set(
     assert {p["number"] for p in listed} == {t.number for t in front}
     assert main(["study", str(path), "--best"]) == 0
     methods = load_config(tmp_path / "out" / "best.yaml").methods
-    assert {m.args["topology"] for m in methods} == {t.params["topology"] for t in front}
+    assert methods[0].name == "cot"  # the base sweep's baseline, kept
+    assert {m.args["topology"] for m in methods[1:]} == {t.params["topology"] for t in front}
 
 
 PEAR_SMALL = {

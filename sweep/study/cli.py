@@ -247,15 +247,26 @@ def _finished_study(setup: StudySetup) -> Any:
 
 
 def best_sweep(setup: StudySetup, trials: list[Any]) -> dict[str, Any]:
-    """The tuned sweep on the test split, one method entry per distinct best (Pareto) params."""
+    """The tuned sweep on the test split: the base sweep's own methods (the baselines) plus one entry
+    per distinct best (Pareto) params, on the base sweep's own items and seeds — the study's
+    narrowing for tuning (split, offset, limit, seeds) undone; its other overrides kept."""
+    from sweep.study.config import base_file
+
     raw = setup.base.model_dump(mode="json")
+    written = base_file(setup.cfg, setup.source.parent)
     raw["name"], raw["output_dir"] = f"{setup.cfg.name}-best", str(setup.out / "best-test")
-    raw["methods"] = []
+    raw["methods"] = list(written.get("methods") or [])
     for t in trials:
         args = t.user_attrs.get("method_args") or {**setup.cfg.method.args, **t.params}  # trained: its checkpoint
         entry = {"name": setup.cfg.method.name, "args": args}
         raw["methods"] += [entry] if entry not in raw["methods"] else []
+    if "seeds" in written:
+        raw["seeds"] = written["seeds"]
+    own = {d.get("name"): d for d in written.get("datasets", []) if isinstance(d, dict)}
     for ds in raw["datasets"]:
+        mine = own.get(ds["name"], {})
+        for key in ("offset", "limit", "seed"):
+            ds[key] = mine.get(key, 0 if key == "offset" else None)
         ds["split"] = held_out_split(ds["name"], ds["split"])
     validate(raw)  # ready to run: the same checks `sweep run` makes
     return raw

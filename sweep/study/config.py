@@ -264,14 +264,19 @@ def _one_line(e: ValidationError) -> str:
     return one_line(e)
 
 
-def _base_sweep(cfg: StudyConfig, here: Path) -> SweepConfig:
-    """The base sweep with the study's overrides, output dir and tuned method (its defaults)."""
+def base_file(cfg: StudyConfig, here: Path) -> dict[str, Any]:
+    """The base sweep YAML as written (no study overrides)."""
     path = Path(cfg.sweep) if Path(cfg.sweep).is_absolute() else here / cfg.sweep
-    raw = read_yaml(
+    return read_yaml(
         path if path.is_file() else Path(cfg.sweep),
         "the base sweep YAML named by `sweep`",
         "models, agents, datasets",
     )
+
+
+def _base_sweep(cfg: StudyConfig, here: Path) -> SweepConfig:
+    """The base sweep with the study's overrides, output dir and tuned method (its defaults)."""
+    raw = base_file(cfg, here)
     for item in cfg.overrides:
         try:
             apply_override(raw, item)
