@@ -227,7 +227,8 @@ def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, er
     if outcome.tracking_uri:
         out.print(
             f"mlflow: {outcome.tracking_uri} (parent run {outcome.parent_run_id}); "
-            f"view with: mlflow ui --backend-store-uri {outcome.tracking_uri} --host 127.0.0.1"
+            f"view with: mlflow ui --backend-store-uri {outcome.tracking_uri} --host 127.0.0.1, then open "
+            f"http://127.0.0.1:5000/#/runs/{outcome.parent_run_id}?workflowType=machine_learning"
         )
     if outcome.stats and outcome.stats.failures:
         err.print(

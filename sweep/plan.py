@@ -43,7 +43,7 @@ class Group:
 
     @property
     def run_name(self) -> str:
-        return f"{self.method.spec.label()} | {self.dataset.name}/{self.dataset.split} | seed {self.seed}"
+        return f"{self.method.label} | {self.dataset.name}/{self.dataset.split} | seed {self.seed}"
 
     @property
     def rounds(self) -> int:
