@@ -213,10 +213,14 @@ def answer_property(kind: str, n_choices: int = 0) -> dict[str, Any]:
     return {"type": "string", "maxLength": 200}
 
 
-def _typed(schema: dict[str, Any], answer: dict[str, Any] | None) -> dict[str, Any]:
-    if answer is None or "answer" not in schema.get("properties", {}):
-        return schema
-    return {**schema, "properties": {**schema["properties"], "answer": answer}}
+def _typed(schema: dict[str, Any], answer: dict[str, Any] | None, base: Mapping[str, Any]) -> dict[str, Any]:
+    """`schema` with the item's answer type, and the seat's bound on `reasoning` (from `base`)."""
+    props = dict(schema.get("properties", {}))
+    if "reasoning" in props and "reasoning" in base.get("properties", {}):
+        props["reasoning"] = base["properties"]["reasoning"]
+    if answer is not None and "answer" in props:
+        props["answer"] = answer
+    return {**schema, "properties": props}
 
 
 def structured_schema(
@@ -234,5 +238,5 @@ def structured_schema(
     if phase == "critique":
         return critique_schema(ids)
     if phase == "revise":
-        return _typed(revise_schema(ids), answer)
-    return _typed(dict(base), answer)
+        return _typed(revise_schema(ids), answer, base)
+    return _typed(dict(base), answer, base)

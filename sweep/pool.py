@@ -38,12 +38,21 @@ def build_agents(
         backend: Backend = SanitizingBackend(backends[m])
         if cache is not None:
             backend = SanitizingBackend(CachedBackend(backend, cache, model_identity(m, spec)))
-        schema = dict(REPLY_SCHEMA) if spec.structured_output else None
         s = spec.sampling
+        schema = reply_schema(s.max_tokens) if spec.structured_output else None
         agents[m] = Agent(
             m, backend, s.max_tokens, s.temperature, s.top_p, schema, spec.price_in, spec.price_out
         )
     return agents
+
+
+def reply_schema(max_tokens: int) -> dict[str, Any]:
+    """The reply schema with `reasoning` bounded to about half the token budget (2 characters per
+    token of it): a grammar then closes the string in time for the answer, where a small model that
+    loops in its reasoning would otherwise be cut off mid-JSON by `max_tokens` (unparsable)."""
+    props = dict(REPLY_SCHEMA["properties"])  # type: ignore[call-overload]
+    props["reasoning"] = {**props["reasoning"], "maxLength": min(props["reasoning"]["maxLength"], 2 * max_tokens)}
+    return {**REPLY_SCHEMA, "properties": props}
 
 
 def in_process(cfg: SweepConfig, model: str) -> bool:

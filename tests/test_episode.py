@@ -303,3 +303,15 @@ def test_simulated_pear_fills_critique_acceptance() -> None:
     # every critique gets a readable verdict; some persuade and some do not
     assert totals["critiques"] > 0 and totals["verdicts"] == totals["critiques"]
     assert 0 < totals["accepted"] < totals["verdicts"]
+
+
+def test_reasoning_is_bounded_by_the_token_budget_in_every_reply_shape() -> None:
+    from debate.critique import answer_property, structured_schema
+    from sweep.pool import reply_schema
+
+    assert reply_schema(256)["properties"]["reasoning"]["maxLength"] == 512  # ~half of 256 tokens
+    assert reply_schema(4096)["properties"]["reasoning"]["maxLength"] == 1000  # never above the default
+    base = reply_schema(100)
+    for phase in ("initial", "update", "revise"):
+        schema = structured_schema(phase, [0], base, "pear", answer_property("numeric"))
+        assert schema is not None and schema["properties"]["reasoning"]["maxLength"] == 200, phase
