@@ -3,6 +3,7 @@ CI) a progress bar draws nothing until the end, so a plain line is printed every
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -36,6 +37,9 @@ class ProgressLines:
         self.cache_hits, self.clock = cache_hits, clock
         self.started = clock()
         self.last: float | None = None
+        self.stats: RunStats | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def line(self, s: RunStats) -> str:
         elapsed = max(1e-9, self.clock() - self.started)
@@ -48,8 +52,30 @@ class ProgressLines:
         )
 
     def __call__(self, s: RunStats) -> None:
+        self.stats = s
         now = self.clock()
         if s.done == 0 or (self.last is not None and now - self.last < self.every_s):
             return
         self.last = now
         self.console.print(self.line(s), highlight=False, soft_wrap=True)
+
+    def tick(self) -> None:
+        """A line when none was printed for `every_s` (episodes can take minutes on a CPU model)."""
+        now = self.clock()
+        if self.stats is not None and now - (self.last if self.last is not None else self.started) >= self.every_s:
+            self.last = now
+            self.console.print(self.line(self.stats), highlight=False, soft_wrap=True)
+
+    def __enter__(self) -> ProgressLines:
+        def run() -> None:
+            while not self._stop.wait(min(self.every_s, 5.0)):
+                self.tick()
+
+        self._thread = threading.Thread(target=run, name="progress-lines", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)

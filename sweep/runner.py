@@ -211,6 +211,7 @@ def _run_episodes(
         EnginePool(cfg, used, address, console, warm_math=math) as pool,
         Progress(*columns, console=console, transient=False, refresh_per_second=4) as bar,
         BufferedWriter(store, background=True) as writer,
+        contextlib.ExitStack() as stack,
     ):
         task_id = bar.add_task("episodes", total=n_todo, acc=0.0, tps=0.0, hits=0)
         cache = pool.cache
@@ -220,6 +221,9 @@ def _run_episodes(
 
         # Off a terminal the bar shows nothing until the end: a line every `progress_every_s` instead.
         lines = None if console.is_terminal else ProgressLines(console, n_todo, cfg.progress_every_s, hits)
+        if lines is not None:
+            lines.stats = RunStats(total=n_todo)  # a line even before the first episode ends
+            stack.enter_context(lines)
         t0 = time.monotonic()
 
         def show(s: RunStats) -> None:

@@ -38,3 +38,27 @@ def test_a_line_every_interval_with_rate_and_eta() -> None:
 
 def test_durations_read_as_people_write_them() -> None:
     assert [duration(s) for s in (5, 65, 3725)] == ["5s", "1m05s", "1h02m"]
+
+
+def test_a_line_comes_on_time_even_while_no_episode_finishes() -> None:
+    buf, clock = io.StringIO(), Clock()
+    lines = ProgressLines(Console(file=buf, width=300), total=12, every_s=30, clock=clock)
+    lines.tick()  # nothing known yet
+    lines.stats = RunStats(total=12)
+    clock.t += 29
+    lines.tick()
+    assert buf.getvalue() == ""
+    clock.t += 1  # 30 s without a line: one now, episodes or not
+    lines.tick()
+    clock.t += 10
+    lines.tick()  # 10 s after it: none
+    assert buf.getvalue().splitlines() == [
+        "progress: 0/12 episodes (0 %), 0 calls, 0 tokens/s, 0 cache hits, acc 0.000, 30s elapsed, ETA ?"
+    ]
+
+
+def test_the_ticker_thread_stops_with_its_block() -> None:
+    lines = ProgressLines(Console(file=io.StringIO()), total=1, every_s=0.01)
+    with lines:
+        assert lines._thread is not None and lines._thread.is_alive()
+    assert not lines._thread.is_alive()
