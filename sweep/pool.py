@@ -47,11 +47,13 @@ def build_agents(
 
 
 def reply_schema(max_tokens: int) -> dict[str, Any]:
-    """The reply schema with `reasoning` bounded to about half the token budget (2 characters per
-    token of it): a grammar then closes the string in time for the answer, where a small model that
-    loops in its reasoning would otherwise be cut off mid-JSON by `max_tokens` (unparsable)."""
+    """The reply schema with `reasoning` bounded by the token budget: at most `max_tokens - 64`
+    characters (a token is at least a character of such text; 64 tokens stay for the keys, the answer
+    and the confidence). A grammar then closes the string in time for the answer, where a small model
+    that loops in its reasoning would be cut off mid-JSON by `max_tokens` (unparsable)."""
     props = dict(REPLY_SCHEMA["properties"])  # type: ignore[call-overload]
-    props["reasoning"] = {**props["reasoning"], "maxLength": min(props["reasoning"]["maxLength"], 2 * max_tokens)}
+    bound = max(64, min(props["reasoning"]["maxLength"], max_tokens - 64))
+    props["reasoning"] = {**props["reasoning"], "maxLength": bound}
     return {**REPLY_SCHEMA, "properties": props}
 
 

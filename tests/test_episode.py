@@ -309,9 +309,10 @@ def test_reasoning_is_bounded_by_the_token_budget_in_every_reply_shape() -> None
     from debate.critique import answer_property, structured_schema
     from sweep.pool import reply_schema
 
-    assert reply_schema(256)["properties"]["reasoning"]["maxLength"] == 512  # ~half of 256 tokens
+    assert reply_schema(256)["properties"]["reasoning"]["maxLength"] == 192  # 64 tokens left for the rest
     assert reply_schema(4096)["properties"]["reasoning"]["maxLength"] == 1000  # never above the default
-    base = reply_schema(100)
+    assert reply_schema(32)["properties"]["reasoning"]["maxLength"] == 64  # never below a sentence
+    base = reply_schema(300)
     for phase in ("initial", "update", "revise"):
         schema = structured_schema(phase, [0], base, "pear", answer_property("numeric"))
-        assert schema is not None and schema["properties"]["reasoning"]["maxLength"] == 200, phase
+        assert schema is not None and schema["properties"]["reasoning"]["maxLength"] == 236, phase
