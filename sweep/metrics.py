@@ -3,6 +3,7 @@ and the debate diagnostics averaged over episodes and per round."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import polars as pl
@@ -139,3 +140,19 @@ def readable_tags(run_name: str, params: dict[str, str] | Mapping[str, str]) -> 
         "dataset": f"{params.get('dataset.name', '')}/{params.get('dataset.split', '')}",
         "seed": params.get("seed", ""),
     }
+
+
+def method_metrics(table: pl.DataFrame) -> dict[str, float]:
+    """`method_table` as parent-run metrics, one set per method and dataset, e.g.
+    `accuracy_mean/fixed_topology_ring/arith_test` (MLflow's metric names allow no parentheses)."""
+    out: dict[str, float] = {}
+    for r in table.iter_rows(named=True):
+        key = f"{_safe(r['method_label'])}/{_safe(r['dataset'])}_{_safe(r['split'])}"
+        for col in ("accuracy_mean", "accuracy_std", "tokens_per_task", "cost_per_task"):
+            if r[col] is not None:
+                out[f"{col}/{key}"] = float(r[col])
+    return out
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_.-]", "_", str(text))).strip("_")

@@ -20,6 +20,7 @@ from sweep.metrics import (
     TABLE_COLUMNS,
     diagnostic_metrics,
     group_metrics,
+    method_metrics,
     method_table,
     readable_tags,
     table_markdown,
@@ -152,7 +153,9 @@ class Tracker:
             return
         table = method_table(episodes)
         text = table_markdown(table)
-        self._batch(parent, [], [], [RunTag("mlflow.note.content", text)])
+        now = int(time.time() * 1000)
+        metrics = [Metric(k, v, now, 0) for k, v in method_metrics(table).items()]
+        self._batch(parent, metrics, [], [RunTag("mlflow.note.content", text)])
         self.client.log_text(parent, text, "results_table.md")
         self.client.log_table(parent, data=table.to_pandas(), artifact_file="results_table.json")
 

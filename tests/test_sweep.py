@@ -3,6 +3,7 @@ resume after SIGKILL, and the `ray job submit` round trip."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import signal
@@ -144,6 +145,20 @@ def test_whole_sweep_writes_the_results_contract_and_mlflow(tmp_path: Path, ray_
         if c["params"].get("method.name") == "fixed"
     ]
     assert history(fixed) == [3, 3]
+    # The parent's aggregated table: every method x dataset, accuracy mean ± std over the two seeds.
+    # (read as a file: MlflowClient.load_table looks the artifact up through the default tracking URI)
+    raw = json.loads(Path(client.download_artifacts(outcome.parent_run_id, "results_table.json", str(tmp_path))).read_text())
+    table = [dict(zip(raw["columns"], values, strict=True)) for values in raw["data"]]
+    assert sorted(r["method_label"] for r in table) == ["cot", "cot_sc(m=3)", "fixed(topology=clique)"]
+    for row in table:
+        mine = ep.filter(pl.col("method_label") == row["method_label"])
+        per_seed = mine.group_by("seed").agg(pl.col("correct").mean())["correct"]
+        assert row["seeds"] == 2 and row["episodes"] == 12 and row["dataset"] == "arith"
+        assert row["accuracy_mean"] == pytest.approx(per_seed.mean())
+        assert row["accuracy_std"] == pytest.approx(per_seed.std(ddof=1))
+    parent_run = client.get_run(outcome.parent_run_id)
+    assert "accuracy_mean/fixed_topology_clique/arith_test" in parent_run.data.metrics
+    assert "| fixed(topology=clique) | arith/test |" in parent_run.data.tags["mlflow.note.content"]
 
     again = run_sweep(cfg, build_plan(cfg))
     assert again.stats is None and again.skipped == 36  # no model call, nothing new
