@@ -8,6 +8,7 @@ is `ray.in_process` (default: the simulated engine in-process, every other engin
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -57,10 +58,14 @@ def reply_schema(max_tokens: int) -> dict[str, Any]:
     return {**REPLY_SCHEMA, "properties": props}
 
 
-def in_process(cfg: SweepConfig, model: str) -> bool:
-    """Whether `model` runs in the driver process (`ray.in_process`; default: simulated only)."""
+def in_process(cfg: SweepConfig, model: str, address: str | None = None) -> bool:
+    """Whether `model` runs in the driver process (`ray.in_process`; default: the simulated engine,
+    unless a cluster is named — `--address`, `ray.address` or the `RAY_ADDRESS` a job gets — where
+    every engine runs on the cluster)."""
     if cfg.ray.in_process is not None:
         return cfg.ray.in_process
+    if address or cfg.ray.address or os.environ.get("RAY_ADDRESS"):
+        return False
     return cfg.models[model].engine == "simulated"
 
 
@@ -132,14 +137,14 @@ class EnginePool:
         lazy = {m: LazyBackend(self._starter(m)) for m in specs}
         self.cache = CallCache(out / "llm_cache.sqlite") if self.cfg.cache else None
         self.agents = build_agents(specs, lazy, self.cache)
-        if any(not in_process(self.cfg, m) for m in specs):  # Ray hosts the engines: encoders too
+        if any(not in_process(self.cfg, m, self.address) for m in specs):  # Ray hosts the engines: encoders too
             self.encoders = HostedEncoders(self._init_ray).start()
         return self
 
     def _starter(self, model: str) -> Callable[[], Backend]:
         def start() -> Backend:
             if model not in self.backends:
-                if in_process(self.cfg, model):
+                if in_process(self.cfg, model, self.address):
                     self._start_local(model)
                 else:
                     self._start_remote()
@@ -172,7 +177,7 @@ class EnginePool:
 
         t0 = time.perf_counter()
         info = self._init_ray()
-        wanted = {m: self.cfg.models[m] for m in self.models if not in_process(self.cfg, m)}
+        wanted = {m: self.cfg.models[m] for m in self.models if not in_process(self.cfg, m, self.address)}
         self.remote = start_engines(wanted)
         watch_descendants()  # the engines' worker processes too
         self.backends.update(self.remote)

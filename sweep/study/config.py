@@ -267,11 +267,8 @@ def _one_line(e: ValidationError) -> str:
 def base_file(cfg: StudyConfig, here: Path) -> dict[str, Any]:
     """The base sweep YAML as written (no study overrides)."""
     path = Path(cfg.sweep) if Path(cfg.sweep).is_absolute() else here / cfg.sweep
-    return read_yaml(
-        path if path.is_file() else Path(cfg.sweep),
-        "the base sweep YAML named by `sweep`",
-        "models, agents, datasets",
-    )
+    path = path if path.is_file() else Path(cfg.sweep)
+    return read_yaml(path, "the base sweep YAML named by `sweep`", "models, agents, datasets")
 
 
 def _base_sweep(cfg: StudyConfig, here: Path) -> SweepConfig:
