@@ -21,7 +21,7 @@ from rich.table import Table
 from sweep.config import ConfigError, validate
 from sweep.ownership import DirLock
 from sweep.preflight import Unreachable, check_ray_address, check_tracking
-from sweep.study.config import StudySetup, is_test_split, load_study
+from sweep.study.config import StudySetup, base_file, is_test_split, load_study
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -250,18 +250,14 @@ def best_sweep(setup: StudySetup, trials: list[Any]) -> dict[str, Any]:
     """The tuned sweep on the test split: the base sweep's own methods (the baselines) plus one entry
     per distinct best (Pareto) params, on the base sweep's own items and seeds — the study's
     narrowing for tuning (split, offset, limit, seeds) undone; its other overrides kept."""
-    from sweep.study.config import base_file
-
-    raw = setup.base.model_dump(mode="json")
-    written = base_file(setup.cfg, setup.source.parent)
+    raw, written = setup.base.model_dump(mode="json"), base_file(setup.cfg, setup.source.parent)
     raw["name"], raw["output_dir"] = f"{setup.cfg.name}-best", str(setup.out / "best-test")
     raw["methods"] = list(written.get("methods") or [])
     for t in trials:
         args = t.user_attrs.get("method_args") or {**setup.cfg.method.args, **t.params}  # trained: its checkpoint
         entry = {"name": setup.cfg.method.name, "args": args}
         raw["methods"] += [entry] if entry not in raw["methods"] else []
-    if "seeds" in written:
-        raw["seeds"] = written["seeds"]
+    raw["seeds"] = written.get("seeds", raw["seeds"])
     own = {d.get("name"): d for d in written.get("datasets", []) if isinstance(d, dict)}
     for ds in raw["datasets"]:
         mine = own.get(ds["name"], {})
