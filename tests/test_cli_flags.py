@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 from importlib.metadata import version
 from pathlib import Path
 
@@ -102,3 +103,16 @@ def test_ray_token_notice_is_dropped_and_other_ray_warnings_kept(caplog: pytest.
         )
         log.warning("Token authentication is disabled for this Ray cluster. Anyone with network access ...")
     assert [r.getMessage()[:40] for r in caplog.records] == ["Token authentication is disabled for thi"]
+
+
+def test_sweep_run_needs_no_optuna() -> None:
+    """`.venv-vllm` has no optuna (nor should a cluster's workers need it): `sweep run` must not
+    import it. A module-level optuna import anywhere on `sweep.cli`'s path fails this."""
+    code = (
+        "import sys; sys.modules['optuna'] = None\n"
+        "from sweep.cli import main\n"
+        f"sys.exit(main(['run', {SIMULATED!r}, '--limit', '1', '--dry-run']))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "dry run: 10 episodes planned" in proc.stdout

@@ -18,9 +18,8 @@ from __future__ import annotations
 import dataclasses
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optuna.trial import Trial, TrialState
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rich.console import Console
 
@@ -31,6 +30,9 @@ from search_spaces import SearchSpace, SpaceError
 from sweep.config import ConfigError, SweepConfig
 from sweep.study.spaces import check_method
 from sweep.train.config import PG_TUNED, REWARD_KEYS, REWARDS, PGConfig, TrainSetup, load_train, reward_keys
+
+if TYPE_CHECKING:  # optuna is imported where a study runs: `sweep run` must not need it
+    from optuna.trial import Trial
 
 CURVE = "train_curve"  # the trial user attr holding the pruned-on metric per update
 PRUNE_METRICS = ("return", "accuracy", *(f"reward.{t}" for t in TERMS))  # higher is better
@@ -132,6 +134,8 @@ async def train_trial(
 
     train_async = pg.train_async if training.algorithm == "pg" else ppo.train_async
     setup = trial_training(training, out, params)
+    from optuna.trial import TrialState
+
     done = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
     finished = [list(t.user_attrs[CURVE]) for t in done if CURVE in t.user_attrs]
     metric = spec.prune_metric
