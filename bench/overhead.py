@@ -64,10 +64,13 @@ def engines(cfg: SweepConfig, tape: list[tuple[str, list[ChatRequest]]] | None =
 
 
 def layers(cfg: SweepConfig, out: Path, ray: bool) -> list[tuple[str, tuple[int, float, float]]]:
+    import pyarrow as pa
+
     from sweep.cache import CallCache
     from sweep.records import Recorder
     from sweep.results import BufferedWriter, ResultStore
 
+    pa.array([0])  # pyarrow imports pandas on its first array (~2 s here): a start-up cost, not a per-call one
     plan = build_plan(cfg)
     specs = {m: cfg.models[m] for m in sorted({m for g in plan.groups for m in g.seats})}
     tape: list[tuple[str, list[ChatRequest]]] = []

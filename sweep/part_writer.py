@@ -9,20 +9,17 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from sweep.repair import Entry, PartStore, commit_entries
-
-if TYPE_CHECKING:
-    import pyarrow as pa
+from sweep.repair import Entry, PartStore, Tables, commit_entries, part_tables
 
 
 class Store(PartStore, Protocol):
     """What a `BufferedWriter` needs of a `sweep.results.ResultStore` (named here: results imports us)."""
 
-    def tables(
+    def check(
         self, episodes: list[dict[str, Any]], turns: list[dict[str, Any]], rounds: Sequence[dict[str, Any]] = ()
-    ) -> tuple[pa.Table, pa.Table, pa.Table]: ...
+    ) -> None: ...
 
 Job = Callable[[], None]
 
@@ -73,7 +70,7 @@ class BufferedWriter:
     """Buffers finished episodes and appends them to a `ResultStore` as one part once `max_episodes`
     are waiting or the oldest has waited `max_seconds` (checked on `add` and `flush_if_due`).
 
-    Each episode's rows are validated when added: a bad episode is not buffered; it lands in `failed`
+    Each episode's rows are checked when added (`sweep.rowcheck`): a bad episode is not buffered; it lands in `failed`
     (id and reason) and `add` returns False. A part that fails to write is retried one episode per
     part, so a write failure costs only the episode that causes it; a full disk raises
     `sweep.repair.DiskFull` once whatever fits is written.
@@ -117,7 +114,8 @@ class BufferedWriter:
         its rows cannot be stored (the reason is in `failed`)."""
         eid = str(episode_row.get("episode_id"))
         try:
-            tables = self.store.tables([episode_row], list(turn_rows), round_rows)
+            turns, rounds = list(turn_rows), list(round_rows)
+            self.store.check([episode_row], turns, rounds)
         except Exception as e:  # noqa: BLE001 - any bad row: this episode fails, the others go on
             self.failed.append(f"{eid}: not stored: {type(e).__name__}: {str(e)[:300]}")
             return False
@@ -126,7 +124,7 @@ class BufferedWriter:
                 raise RuntimeError("BufferedWriter is closed")
             if self._since is None:
                 self._since = self._clock()
-            self._entries.append(Entry(eid, tables))
+            self._entries.append(Entry(eid, episode_row, turns, rounds))
             if len(self._entries) >= self.max_episodes or self._due():
                 self._flush()
         return True
@@ -154,12 +152,16 @@ class BufferedWriter:
         if entries:
             # Cleared first: whatever happens below, no episode is written twice by a later flush.
             if self._worker is not None:
-                self._worker.submit(lambda: self._commit(entries))
+                # Rows become Arrow tables here, on the caller's thread: converting holds the GIL
+                # throughout, and in the thread it fought the event loop for it (measured: slower
+                # than writing in the foreground). The thread compresses and writes, GIL released.
+                tables = part_tables(self.store, entries)
+                self._worker.submit(lambda: self._commit(entries, tables))
             else:
                 self._commit(entries)
 
-    def _commit(self, entries: list[Entry]) -> None:
-        self.written += commit_entries(self.store, entries, self.failed)
+    def _commit(self, entries: list[Entry], tables: Tables | None = None) -> None:
+        self.written += commit_entries(self.store, entries, self.failed, tables)
 
     def close(self) -> None:
         """Flush and refuse further rows."""

@@ -19,12 +19,14 @@ import pyarrow.parquet as pq
 from sweep.part_writer import BufferedWriter  # re-exported: it writes this store's parts
 from sweep.parts import TMP_PREFIX, to_table, write_atomic
 from sweep.repair import quarantine_part
+from sweep.rowcheck import RowCheck
 from sweep.schema import EPISODE_SCHEMA, ROUND_SCHEMA, TURN_SCHEMA
 
 __all__ = ["EPISODE_SCHEMA", "ROUND_SCHEMA", "TURN_SCHEMA", "BufferedWriter", "ResultStore"]
 
 
 _PART_GLOB = "part-*.parquet"
+_CHECKS = (RowCheck(EPISODE_SCHEMA, "episode"), RowCheck(TURN_SCHEMA, "turn"), RowCheck(ROUND_SCHEMA, "round"))
 _PART_COL = "_part"  # reader-only column: index of the part a row came from, in commit-name order
 
 
@@ -62,6 +64,27 @@ class ResultStore:
             return
         self.commit(self.tables(episodes, turns, rounds))
 
+    def check(
+        self,
+        episodes: list[dict[str, Any]],
+        turns: list[dict[str, Any]],
+        rounds: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        """Raise on a row that `tables` would refuse, without converting anything to Arrow."""
+        self._ids(episodes, turns, rounds)
+        _CHECKS[0](episodes)
+        _CHECKS[1](turns)
+        _CHECKS[2](rounds)
+
+    @staticmethod
+    def _ids(episodes: list[dict[str, Any]], turns: list[dict[str, Any]], rounds: Sequence[dict[str, Any]]) -> None:
+        ids = [e.get("episode_id") for e in episodes]
+        if len(set(ids)) != len(ids):
+            raise ValueError("duplicate episode_id within one append")
+        stray = {t.get("episode_id") for t in [*turns, *rounds]} - set(ids)
+        if stray:
+            raise ValueError(f"rows for episodes not in this append: {sorted(map(str, stray))[:5]}")
+
     def tables(
         self,
         episodes: list[dict[str, Any]],
@@ -69,12 +92,7 @@ class ResultStore:
         rounds: Sequence[dict[str, Any]] = (),
     ) -> tuple[pa.Table, pa.Table, pa.Table]:
         """The (episodes, turns, rounds) tables of a part, validated; raises on a bad row."""
-        ids = [e.get("episode_id") for e in episodes]
-        if len(set(ids)) != len(ids):
-            raise ValueError("duplicate episode_id within one append")
-        stray = {t.get("episode_id") for t in [*turns, *rounds]} - set(ids)
-        if stray:
-            raise ValueError(f"rows for episodes not in this append: {sorted(map(str, stray))[:5]}")
+        self._ids(episodes, turns, rounds)
         ep_table = to_table(episodes, EPISODE_SCHEMA, "episode")
         turn_table = to_table(turns, TURN_SCHEMA, "turn")
         round_table = to_table(list(rounds), ROUND_SCHEMA, "round")
