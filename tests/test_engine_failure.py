@@ -15,6 +15,7 @@ import yaml
 
 from sweep.results import ResultStore
 from tests.conftest import ROOT, RayHead, sweep_cmd
+from tests.http_helpers import send_json, serving
 
 pytestmark = pytest.mark.http
 
@@ -62,27 +63,15 @@ class _Handler(BaseHTTPRequestHandler):
                 ],
                 "usage": {"prompt_tokens": 20, "completion_tokens": 9},
             }
-            status, data = 200, json.dumps(payload).encode()
+            send_json(self, 200, payload)
         else:
-            status, data = 400, b'{"error": {"message": "model not loaded"}}'
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+            send_json(self, 400, {"error": {"message": "model not loaded"}})
 
 
 @pytest.fixture
 def server() -> Iterator[DyingServer]:
-    srv = DyingServer(healthy=3)
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with serving(DyingServer(healthy=3)) as srv:
         yield srv
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        thread.join(timeout=5)
 
 
 def sweep_config(tmp_path: Path, url: str) -> Path:

@@ -29,6 +29,7 @@ from actors.http import (
     RetriesExhausted,
 )
 from actors.registry import build_backend
+from tests.http_helpers import send_json, serving
 
 pytestmark = pytest.mark.http
 
@@ -135,29 +136,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, completion_json(body, usage=action != "nousage", timings=action == "llamacpp"))
 
     def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        self.send_response(status)
-        for k, v in {
-            "Content-Type": "application/json",
-            "Content-Length": str(len(data)),
-            **(headers or {}),
-        }.items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, status, payload, headers)
 
 
 @pytest.fixture
 def server() -> Iterator[FakeServer]:
-    srv = FakeServer()
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
+    with serving(FakeServer()) as srv:
         yield srv
-    finally:
-        srv.shutdown()
-        srv.server_close()
-        thread.join(timeout=5)
 
 
 @pytest.fixture(autouse=True)
