@@ -30,6 +30,12 @@ class RayStartError(RuntimeError):
     """Ray could not be started or reached; the message names the fix."""
 
 
+# Ray starts its workers at nice 15, so an engine actor got ~3 % of a core beside any ordinary
+# process: under load the main job's llama.cpp actor took ~20 min for 6 short replies. The engines are
+# the work here; they run at the driver's priority. (`ray start` takes it as RAY_worker_niceness=0.)
+SYSTEM_CONFIG = {"worker_niceness": 0}
+
+
 def init_ray(
     address: str | None = None,
     num_cpus: int | None = None,
@@ -59,6 +65,7 @@ def init_ray(
                 include_dashboard=False,
                 log_to_driver=False,
                 _temp_dir=temp_dir,
+                _system_config=SYSTEM_CONFIG,
             )
             return {"mode": "local", "attempts": attempt, "temp_dir": temp_dir}
         except Exception as e:  # noqa: BLE001 - Ray raises many kinds; each is retried, then reported

@@ -111,7 +111,8 @@ def ray_head() -> Iterator[RayHead]:
         f"--temp-dir={temp_dir}",
         *extra_ports,
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    env = os.environ | {"RAY_worker_niceness": "0"}  # as ray_cluster.yaml starts its nodes
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=env)
     if proc.returncode != 0:
         _stop(temp_dir)
         pytest.fail(f"ray start failed: {proc.stderr[-2000:]}")

@@ -60,6 +60,7 @@ def test_a_failed_start_is_cleaned_up_and_retried(fake_ray: Any, tmp_path: Path)
     assert info["mode"] == "local" and info["attempts"] == 3 and len(fake.inits) == 3
     dirs = [k["_temp_dir"] for k in fake.inits]
     assert len(set(dirs)) == 3 and all(k["address"] == "local" and k["num_cpus"] == 2 for k in fake.inits)
+    assert all(k["_system_config"]["worker_niceness"] == 0 for k in fake.inits)  # engines not niced
     assert not Path(dirs[0]).exists() and not Path(dirs[1]).exists()  # failed attempts removed
     assert Path(dirs[2]).is_dir() and fake.shutdowns == 2 and len(slept) == 2
 
@@ -126,3 +127,16 @@ def test_ray_actors_start_with_both_cores_busy(tmp_path: Path) -> None:
     proc = _run_under_load(sweep_cmd("run", str(_config(tmp_path, False)), "--no-tracking"), 600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "ray: local" in proc.stderr and "8 run now" in proc.stdout
+
+
+@pytest.mark.ray
+def test_engine_actors_run_at_the_drivers_priority(ray_driver: Any) -> None:
+    """Ray's default worker niceness (15) starved the engine actors beside any busy process; the
+    session's head is started as ray_cluster.yaml starts nodes (RAY_worker_niceness=0)."""
+    import ray
+
+    @ray.remote(num_cpus=0)
+    def niceness() -> int:
+        return os.nice(0)
+
+    assert ray.get(niceness.remote()) == 0
