@@ -4,6 +4,8 @@ too), or, with --join, helps as a worker; together they store every episode exac
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -29,21 +31,41 @@ def wait_for_owner(out: Path, pid: int, timeout: float = 120) -> None:
     raise TimeoutError("the first driver never took the output dir")
 
 
+def wait_for_claim(out: Path, pid: int, timeout: float = 300) -> None:
+    """Until a driver with `pid` holds a claim on some episode."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for claim in (out / "claims").glob("[!.]*"):
+            try:
+                if json.loads(claim.read_text()).get("pid") == pid:
+                    return
+            except (OSError, ValueError):
+                continue
+        time.sleep(0.05)
+    raise TimeoutError(f"driver {pid} claimed no episode in {timeout} s")
+
+
 def test_a_second_driver_is_refused_or_joins_as_a_worker(tmp_path: Path, drivers: Drivers) -> None:
     path = sweep_config(tmp_path, limit=30, latency=0.05)
     out = tmp_path / "out"
     owner_log, refused_log, worker_log = (tmp_path / f"{n}.log" for n in ("owner", "refused", "worker"))
     owner = drivers.start(["run", str(path)], owner_log)
     wait_for_owner(out, owner.pid)
+    # The owner is paused (SIGSTOP: alive, holding the dir) until the worker has claimed episodes of
+    # its own: on a quick machine it otherwise finished its 120 episodes before the CLI check started.
+    os.kill(owner.pid, signal.SIGSTOP)
+    try:
+        assert drivers.run(["run", str(path)], refused_log) == 2
+        line = refused_log.read_text().strip()
+        assert line.startswith(f"error: output_dir {out}: in use by another driver (pid {owner.pid} ")
+        assert "--join" in line and len(line.splitlines()) == 1
+        cli = subprocess.run(sweep_cmd("run", str(path)), cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert cli.returncode == 2 and cli.stderr.strip().splitlines() == [line], cli.stderr
 
-    assert drivers.run(["run", str(path)], refused_log) == 2
-    line = refused_log.read_text().strip()
-    assert line.startswith(f"error: output_dir {out}: in use by another driver (pid {owner.pid} ")
-    assert "--join" in line and len(line.splitlines()) == 1
-    cli = subprocess.run(sweep_cmd("run", str(path)), cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert cli.returncode == 2 and cli.stderr.strip().splitlines() == [line], cli.stderr
-
-    worker = drivers.start(["run", str(path), "--join"], worker_log)
+        worker = drivers.start(["run", str(path), "--join"], worker_log)
+        wait_for_claim(out, worker.pid)
+    finally:
+        os.kill(owner.pid, signal.SIGCONT)
     worker.join(300)
     owner.join(300)
     assert (owner.exitcode, worker.exitcode) == (0, 0), owner_log.read_text()[-2000:] + worker_log.read_text()[-2000:]
