@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
+Tables = tuple["pa.Table", "pa.Table", "pa.Table"]
+
+
 class PartStore(Protocol):
     """What `commit_entries` needs of a `sweep.results.ResultStore` (named here: results imports us)."""
 
@@ -32,9 +35,9 @@ class PartStore(Protocol):
 
     def tables(
         self, episodes: list[dict[str, Any]], turns: list[dict[str, Any]], rounds: Sequence[dict[str, Any]] = ()
-    ) -> tuple[pa.Table, pa.Table, pa.Table]: ...
+    ) -> Tables: ...
 
-    def commit(self, tables: tuple[pa.Table, pa.Table, pa.Table]) -> None: ...
+    def commit(self, tables: Tables) -> None: ...
 
 QUARANTINE = "quarantine"
 _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
@@ -101,9 +104,6 @@ class Entry:
     episode: dict[str, Any]
     turns: list[dict[str, Any]]
     rounds: Sequence[dict[str, Any]]
-
-
-Tables = tuple["pa.Table", "pa.Table", "pa.Table"]
 
 
 def _tables(store: PartStore, entries: list[Entry]) -> Tables:

@@ -62,6 +62,7 @@ class ResultStore:
             if turns or rounds:
                 raise ValueError("turn or round rows given without their episodes")
             return
+        self.check(episodes, turns, rounds)
         self.commit(self.tables(episodes, turns, rounds))
 
     def check(
@@ -91,8 +92,7 @@ class ResultStore:
         turns: list[dict[str, Any]],
         rounds: Sequence[dict[str, Any]] = (),
     ) -> tuple[pa.Table, pa.Table, pa.Table]:
-        """The (episodes, turns, rounds) tables of a part, validated; raises on a bad row."""
-        self._ids(episodes, turns, rounds)
+        """The (episodes, turns, rounds) tables of a part whose rows passed `check`."""
         ep_table = to_table(episodes, EPISODE_SCHEMA, "episode")
         turn_table = to_table(turns, TURN_SCHEMA, "turn")
         round_table = to_table(list(rounds), ROUND_SCHEMA, "round")
