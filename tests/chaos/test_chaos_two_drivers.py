@@ -53,6 +53,9 @@ def test_a_second_driver_is_refused_or_joins_as_a_worker(tmp_path: Path, drivers
     wait_for_owner(out, owner.pid)
     # The owner is paused (SIGSTOP: alive, holding the dir) until the worker has claimed episodes of
     # its own: on a quick machine it otherwise finished its 120 episodes before the CLI check started.
+    # Paused only once it runs episodes: paused in its start-up, it could hold the call cache's sqlite
+    # lock (creating the database) and the worker would stop at "database is locked" (a loaded run did).
+    wait_for_claim(out, owner.pid)
     os.kill(owner.pid, signal.SIGSTOP)
     try:
         assert drivers.run(["run", str(path)], refused_log) == 2
