@@ -24,6 +24,7 @@ from actors.base import Backend, ChatRequest, Completion
 from debate.spec import canonical_json, hash_text
 
 _FIELDS = [f.name for f in dataclasses.fields(Completion)]
+POLL_S = 0.5  # the writer's longest sleep on an empty queue
 
 
 def request_key(model_identity: Mapping[str, Any], request: ChatRequest) -> str:
@@ -96,7 +97,10 @@ class CallCache:
         try:
             stop = False
             while not stop:
-                items = [self._queue.get()]
+                try:  # polled: a wake-up lost to an exception raised inside `put` (see sweep.interrupt)
+                    items = [self._queue.get(timeout=POLL_S)]
+                except queue.Empty:
+                    continue
                 while not self._queue.empty():  # whatever queued meanwhile goes in the same commit
                     items.append(self._queue.get_nowait())
                 rows = [row for item in items if isinstance(item, list) for row in item]

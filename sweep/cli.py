@@ -6,7 +6,6 @@ written); 1 a failure while running."""
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from sweep import data_cli, listing
+from sweep import data_cli, interrupt, listing
 from sweep.config import ConfigError, SweepConfig, load_config
 from sweep.ownership import DirLock
 from sweep.preflight import TrackingFailed, Unreachable, preflight
@@ -195,7 +194,7 @@ def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, er
     from sweep.run_summary import summary_table
     from sweep.runner import run_sweep
 
-    signal.signal(signal.SIGTERM, _interrupt)  # cleanup (engines, Ray, the lock) runs on SIGTERM too
+    interrupt.install()  # cleanup (engines, Ray, the lock) runs on SIGTERM too
     try:
         if any(costmatch.is_pending(e) for e in cfg.methods):  # run what they match first, then settle them
             first = costmatch.without_pending(cfg)
@@ -238,10 +237,6 @@ def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, er
         )
         return 1
     return 0
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
 
 
 def _plan_table(cfg: SweepConfig, plan: object) -> Table:

@@ -22,6 +22,7 @@ class Store(PartStore, Protocol):
     ) -> None: ...
 
 Job = Callable[[], None]
+POLL_S = 0.5  # the writer thread's longest sleep on an empty queue
 
 
 class PartWriter:
@@ -37,7 +38,13 @@ class PartWriter:
         self._thread.start()
 
     def _run(self) -> None:
-        while (job := self._queue.get()) is not None:
+        while True:
+            try:  # polled: a wake-up lost to an exception raised inside `put` (see sweep.interrupt)
+                job = self._queue.get(timeout=POLL_S)
+            except queue.Empty:
+                continue
+            if job is None:
+                break
             try:
                 if self._error is None:
                     job()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import time
@@ -22,7 +21,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from sweep import receipt
+from sweep import interrupt, receipt
 from sweep.config import SweepConfig
 from sweep.ownership import Claims, DirLock
 from sweep.plan import EpisodeTask, Group, Plan, build_plan
@@ -237,7 +236,7 @@ def _run_episodes(
         if started is not None:
             console.print(f"first episodes start {started:.1f} s after the command started")
         gate = SpaceGate(store.out_dir, claims)
-        stats = asyncio.run(run_tasks(todo, pool.agents, record, cfg.concurrency, show, n_todo, claim=gate))
+        stats = interrupt.run(run_tasks(todo, pool.agents, record, cfg.concurrency, show, n_todo, claim=gate))
     if gate.full is not None:
         raise DiskFull(store.out_dir, f"{gate.full}; {stats.done} episode(s) stored before it stopped")
     # Episodes that ran but could not be stored are failed ones (the writer says why).

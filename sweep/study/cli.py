@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +17,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from sweep import interrupt
 from sweep.config import ConfigError, validate
 from sweep.ownership import DirLock
 from sweep.preflight import Unreachable, check_ray_address, check_tracking
@@ -90,10 +90,6 @@ def run(args: argparse.Namespace) -> int:
     return _run(setup, args)
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt
-
-
 def _run(setup: StudySetup, args: argparse.Namespace) -> int:
     from sweep.study.runner import StudyRunner
 
@@ -137,7 +133,7 @@ def _run_locked(setup: StudySetup, args: argparse.Namespace, runner: Any, err: C
     from sweep.pool import EnginePool
     from sweep.runner import write_resolved_config
 
-    signal.signal(signal.SIGTERM, _interrupt)  # cleanup (engines, Ray, the locks) runs on SIGTERM too
+    interrupt.install()  # cleanup (engines, Ray, the locks) runs on SIGTERM too
     write_resolved_config(setup.base, setup.out)
     resolved = yaml.safe_dump(setup.cfg.model_dump(mode="json"), sort_keys=False)
     (setup.out / "study.resolved.yaml").write_text(resolved, encoding="utf-8")

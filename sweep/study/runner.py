@@ -19,6 +19,7 @@ from rich.console import Console
 
 from debate.episode import Agent
 from search_spaces import sample
+from sweep import interrupt
 from sweep.config import ConfigError, SweepConfig
 from sweep.metrics import diagnostic_metrics, group_metrics
 from sweep.plan import EpisodeTask, Plan, build_plan
@@ -74,7 +75,7 @@ class StudyRunner:
         self.agents, self.simulated = agents, simulated
         self.writer = BufferedWriter(self.store)
         try:
-            asyncio.run(self._loop())
+            interrupt.run(self._loop())
         except BaseException:
             self._release_inflight()
             raise

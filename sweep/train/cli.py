@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 from rich.console import Console
 
+from sweep import interrupt
 from sweep.config import ConfigError
 from sweep.train.config import TrainSetup, load_train
 
@@ -76,6 +77,7 @@ def _run(setup: TrainSetup, args: argparse.Namespace) -> int:
     write_resolved_config(setup.base, setup.out)
     (setup.out / "train.resolved.yaml").write_text(yaml.safe_dump(setup.cfg.model_dump(mode="json"), sort_keys=False))
     tracker = _tracker(setup, args)
+    interrupt.install()  # cleanup (engines, Ray) runs on SIGTERM too
     try:
         with EnginePool(setup.base, setup.base.team(), args.address, err) as pool:
             outcome = train(setup, pool.agents, tracker, err)

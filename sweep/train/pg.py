@@ -24,7 +24,6 @@ whose lengths the checkpoint keeps for truncation. Per update u:
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import time
 from collections.abc import Callable, Mapping
@@ -41,6 +40,7 @@ from debate.policies.fuseglu import Pruner, PruningNet, build, load_weights
 from debate.policies.pruning import PruningArch
 from debate.routers.cpp import CppPolicyRouter, CppRouter
 from debate.trajectory import EpisodeResult
+from sweep import interrupt
 from sweep.train import state
 from sweep.train.behaviour import behaviour
 from sweep.train.config import TrainSetup
@@ -134,7 +134,7 @@ def train(
     on_update: Callable[[list[dict[str, float]]], bool] | None = None,
 ) -> TrainOutcome:  # fmt: skip
     """Train (or resume training) CPP's pruning policy on `agents`; `on_update` as for PPO's `train`."""
-    return asyncio.run(train_async(setup, agents, tracker, console, on_update))
+    return interrupt.run(train_async(setup, agents, tracker, console, on_update))
 
 
 async def train_async(

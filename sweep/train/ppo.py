@@ -19,7 +19,6 @@ updates the policy, between rollout batches. Per update:
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from debate.episode import Agent
 from debate.policies.actor_critic import ActorCritic, PolicyArch, build, load_weights
 from debate.policies.controller import Controller, one_thread
 from debate.routers.rumad import PolicyRouter
+from sweep import interrupt
 from sweep.train import state
 from sweep.train.config import TrainSetup
 from sweep.train.rollouts import Batch, collect, rollout_tasks, run_rollouts, training_items
@@ -122,7 +122,7 @@ def train(
 ) -> TrainOutcome:
     """Train (or resume training) the policy on `agents`; after each update `on_update` sees every
     update's metrics so far and may return True to stop early (a study's pruner)."""
-    return asyncio.run(train_async(setup, agents, tracker, console, on_update))
+    return interrupt.run(train_async(setup, agents, tracker, console, on_update))
 
 
 async def train_async(
