@@ -22,9 +22,9 @@ from typing import Any, Literal
 
 from actors.base import Backend, ChatRequest, Completion
 from debate.spec import canonical_json, hash_text
+from sweep.interrupt import next_item
 
 _FIELDS = [f.name for f in dataclasses.fields(Completion)]
-POLL_S = 0.5  # the writer's longest sleep on an empty queue
 
 
 def request_key(model_identity: Mapping[str, Any], request: ChatRequest) -> str:
@@ -97,10 +97,7 @@ class CallCache:
         try:
             stop = False
             while not stop:
-                try:  # polled: a wake-up lost to an exception raised inside `put` (see sweep.interrupt)
-                    items = [self._queue.get(timeout=POLL_S)]
-                except queue.Empty:
-                    continue
+                items = [next_item(self._queue)]  # polled: see sweep.interrupt
                 while not self._queue.empty():  # whatever queued meanwhile goes in the same commit
                     items.append(self._queue.get_nowait())
                 rows = [row for item in items if isinstance(item, list) for row in item]

@@ -15,54 +15,68 @@ second SIGTERM always raises at once."""
 from __future__ import annotations
 
 import asyncio
+import queue
 import signal
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+Q = TypeVar("Q")
+POLL_S = 0.5  # a writer thread's longest sleep on an empty queue
 
-_running: list[asyncio.Task[Any]] = []  # the task `run` is running now (at most one: runs don't nest)
-_cancelled: list[asyncio.Task[Any]] = []  # tasks SIGTERM cancelled: their CancelledError means "stop"
+
+class _Now:
+    task: asyncio.Task[Any] | None = None  # the task `run` runs now (runs don't nest)
+    stopping = False  # SIGTERM cancelled it: its CancelledError means "stop"
+
+
+_now = _Now()
 
 
 def run(main: Coroutine[Any, Any, T]) -> T:
     """`asyncio.run(main)`; a SIGTERM while it runs cancels `main` and raises `KeyboardInterrupt`."""
 
     async def tracked() -> T:
-        task = asyncio.current_task()
-        assert task is not None
-        _running.append(task)
+        _now.task = asyncio.current_task()
         try:
             return await main
         finally:
-            _running.remove(task)
+            _now.task = None
 
     if threading.current_thread() is not threading.main_thread():
         return asyncio.run(main)  # signals reach the main thread only
     try:
         result = asyncio.run(tracked())
     except asyncio.CancelledError:
-        if _cancelled:
-            raise KeyboardInterrupt from None
-        raise
+        if not _now.stopping:
+            raise
     finally:
-        stopped = bool(_cancelled)
-        _cancelled.clear()
-    if stopped:  # the task finished anyway (the signal came as it ended): SIGTERM still means stop
+        stopping, _now.stopping = _now.stopping, False
+    if stopping:  # cancelled, or it finished anyway as the signal came: SIGTERM still means stop
         raise KeyboardInterrupt
     return result
 
 
 def on_sigterm(signum: int, frame: Any) -> None:
     """The SIGTERM handler: inside `run`, cancel its task (first signal); else raise `KeyboardInterrupt`."""
-    if _running and not _cancelled and not _running[-1].done():
-        task = _running[-1]
-        _cancelled.append(task)
+    task = _now.task
+    if task is not None and not _now.stopping and not task.done():
+        _now.stopping = True
         task.cancel()
         task.get_loop().call_soon_threadsafe(lambda: None)  # wake a loop asleep in select()
         return
     raise KeyboardInterrupt
+
+
+def next_item(q: queue.Queue[Q]) -> Q:
+    """`q.get()` for a writer thread, polled: a wake-up lost to an exception raised inside `put` on
+    the main thread (see above) costs `POLL_S`, not the run."""
+    while True:
+        try:
+            return q.get(timeout=POLL_S)
+        except queue.Empty:
+            continue
 
 
 def install() -> None:

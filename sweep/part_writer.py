@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Protocol
 
+from sweep.interrupt import next_item
 from sweep.repair import Entry, PartStore, Tables, commit_entries, part_tables
 
 
@@ -22,7 +23,6 @@ class Store(PartStore, Protocol):
     ) -> None: ...
 
 Job = Callable[[], None]
-POLL_S = 0.5  # the writer thread's longest sleep on an empty queue
 
 
 class PartWriter:
@@ -38,13 +38,7 @@ class PartWriter:
         self._thread.start()
 
     def _run(self) -> None:
-        while True:
-            try:  # polled: a wake-up lost to an exception raised inside `put` (see sweep.interrupt)
-                job = self._queue.get(timeout=POLL_S)
-            except queue.Empty:
-                continue
-            if job is None:
-                break
+        while (job := next_item(self._queue)) is not None:  # polled: see sweep.interrupt
             try:
                 if self._error is None:
                     job()
