@@ -25,7 +25,7 @@ def canonical_json(value: Any) -> str:
     return _CANONICAL.encode(value)
 
 
-def _part(value: Any) -> str:
+def part_json(value: Any) -> str:
     """`canonical_json(value)`, with the common scalars done directly (same bytes)."""
     kind = type(value)
     if kind is int:
@@ -55,11 +55,11 @@ class SeedStream:
     every call's seed from (sweep seed, dataset, item) plus (round, agent, phase)."""
 
     def __init__(self, *fixed: Any) -> None:
-        self._head = "[" + ",".join(_part(p) for p in fixed)
+        self._head = "[" + ",".join(part_json(p) for p in fixed)
         self._sep = "," if fixed else ""
 
     def __call__(self, *more: Any) -> int:
-        tail = ",".join(_part(p) for p in more)
+        tail = ",".join(part_json(p) for p in more)
         text = self._head + (self._sep + tail if more else "") + "]"
         digest = hashlib.blake2b(text.encode(), digest_size=32).digest()
         return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF

@@ -22,9 +22,12 @@ from typing import Any, Literal
 
 from actors.base import Backend, ChatRequest, Completion
 from debate.spec import canonical_json, hash_text
+from debate.spec import part_json as _part
 from sweep.interrupt import next_item
+from sweep.sanitize import clean_completion
 
 _FIELDS = [f.name for f in dataclasses.fields(Completion)]
+_str = json.encoder.encode_basestring_ascii  # what the canonical encoder does with a str
 
 
 def request_key(model_identity: Mapping[str, Any], request: ChatRequest) -> str:
@@ -41,10 +44,15 @@ class KeyMaker:
         self._model = f',"model":{canonical_json(dict(model_identity))},"sampling":'
 
     def __call__(self, request: ChatRequest) -> str:
-        messages = canonical_json([[m.role, m.content] for m in request.messages])
-        sampling = canonical_json(request.sampling_params())
+        # The canonical JSON written out directly (the same bytes: keys in sorted order), without a
+        # list of pairs and a dict per call; every str through the encoder's own C function.
+        messages = ",".join(f"[{_str(m.role)},{_str(m.content)}]" for m in request.messages)
+        sampling = (
+            f'{{"max_tokens":{_part(request.max_tokens)},"seed":{_part(request.seed)},'
+            f'"temperature":{_part(request.temperature)},"top_p":{_part(request.top_p)}}}'
+        )
         schema = "null" if request.json_schema is None else canonical_json(request.json_schema)
-        return hash_text(f'{{"messages":{messages}{self._model}{sampling},"schema":{schema}}}', 32)
+        return hash_text(f'{{"messages":[{messages}]{self._model}{sampling},"schema":{schema}}}', 32)
 
 
 def _dump(c: Completion) -> str:
@@ -81,7 +89,8 @@ class CallCache:
         if rest:
             marks = ",".join("?" * len(rest))
             rows = self._db.execute(f"SELECT key, completion FROM calls WHERE key IN ({marks})", rest)
-            found.update((k, _load(v)) for k, v in rows)
+            # Sanitised again: a cache written by an older version may hold what no writer accepts now.
+            found.update((k, clean_completion(_load(v))) for k, v in rows)
         return found
 
     def put_many(self, items: Sequence[tuple[str, Completion]]) -> None:

@@ -33,12 +33,13 @@ def build_agents(
 ) -> dict[str, Agent]:
     """One `Agent` per pool model: its engine (behind the call cache when there is one), its
     sampling, its reply schema and its prices. Replies are sanitised before the cache stores them,
-    and again after it (a cache written by an older version may hold what no writer accepts)."""
+    and the cache sanitises what it reads from disk (an older version may have stored what no
+    writer accepts)."""
     agents = {}
     for m, spec in models.items():
         backend: Backend = SanitizingBackend(backends[m])
         if cache is not None:
-            backend = SanitizingBackend(CachedBackend(backend, cache, model_identity(m, spec)))
+            backend = CachedBackend(backend, cache, model_identity(m, spec))
         s = spec.sampling
         schema = reply_schema(s.max_tokens) if spec.structured_output else None
         agents[m] = Agent(
@@ -123,8 +124,6 @@ class EnginePool:
         return {m for m in self.models if self.cfg.models[m].engine == "simulated"}
 
     def __enter__(self) -> EnginePool:
-        from sweep.encoders import HostedEncoders
-
         out = Path(self.cfg.output_dir).resolve()
         if self.cfg.cache:  # a corrupt cache is set aside now, not found after engines start
             check_cache(out / "llm_cache.sqlite")
@@ -138,6 +137,8 @@ class EnginePool:
         self.cache = CallCache(out / "llm_cache.sqlite") if self.cfg.cache else None
         self.agents = build_agents(specs, lazy, self.cache)
         if any(not in_process(self.cfg, m, self.address) for m in specs):  # Ray hosts the engines: encoders too
+            from sweep.encoders import HostedEncoders  # imports Ray (~1 s): only where Ray hosts something
+
             self.encoders = HostedEncoders(self._init_ray).start()
         return self
 

@@ -93,13 +93,27 @@ def checker(type_: pa.DataType) -> Check:
     raise TypeError(f"no row check for Arrow type {type_}")
 
 
+def _fast(type_: pa.DataType) -> tuple[type | None, int, int]:
+    """(the Python type whose values of `type_` always fit — for str, when ASCII; for int, within
+    the bounds —, low, high); None where every value needs the full check (lists, timestamps)."""
+    if pa.types.is_string(type_) or pa.types.is_large_string(type_):
+        return str, 0, 0
+    if pa.types.is_signed_integer(type_):
+        return (int, *_INT_RANGE[type_.bit_width])
+    if pa.types.is_floating(type_):
+        return float, 0, 0
+    if pa.types.is_boolean(type_):
+        return bool, 0, 0
+    return None, 0, 0
+
+
 class RowCheck:
     """Checks rows of one schema; `what` names the table in errors ("episode", "turn", "round")."""
 
     def __init__(self, schema: pa.Schema, what: str) -> None:
         self.what = what
         self.names = frozenset(schema.names)
-        self._fields = [(f.name, f.nullable, checker(f.type)) for f in schema]
+        self._fields = [(f.name, f.nullable, checker(f.type), _fast(f.type)) for f in schema]
         self._types = {f.name: str(f.type) for f in schema}
 
     def __call__(self, rows: Iterable[dict[str, Any]]) -> None:
@@ -107,12 +121,15 @@ class RowCheck:
         for row in rows:
             if not self.names.issuperset(row):
                 raise ValueError(f"{self.what} row has unknown columns {sorted(set(row) - self.names)}")
-            for name, nullable, check in self._fields:
+            for name, nullable, check, fast in self._fields:
                 v = row.get(name)
                 if v is None:
                     if not nullable:
                         raise ValueError(f"{self.what} column {name!r} is missing or null in some row")
                     continue
+                kind = type(v)
+                if kind is fast[0] and (kind is not int or fast[1] <= v <= fast[2]) and (kind is not str or v.isascii()):
+                    continue  # the common case, decided without a call: an ASCII str, an int in range, a float
                 try:
                     fits = check(v)
                 except UnicodeEncodeError as e:

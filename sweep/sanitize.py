@@ -49,8 +49,38 @@ def _count(value: object) -> int:
     return int(value)
 
 
+def _plain_text(value: object, limit: int) -> bool:
+    return type(value) is str and len(value) <= limit and value.isascii() and "\x00" not in value
+
+
+def _plain_count(value: object) -> bool:
+    return type(value) is int and 0 <= value < MAX_COUNT
+
+
+def is_clean(c: Completion) -> bool:
+    """Whether `clean_completion` would return `c` as is, decided cheaply for the common case (ASCII
+    text, int counts, a float latency); False also where only the full check can tell."""
+    latency = c.latency_s
+    return (
+        _plain_text(c.text, MAX_TEXT_CHARS)
+        and _plain_text(c.finish_reason, MAX_SHORT_CHARS - len(TRUNCATED))
+        and _plain_text(c.model, MAX_SHORT_CHARS)
+        and _plain_count(c.prompt_tokens)
+        and _plain_count(c.completion_tokens)
+        and _plain_count(c.cached_tokens)
+        and type(latency) is float
+        and 0.0 <= latency < math.inf
+        and type(c.cache_hit) is bool
+    )
+
+
 def clean_completion(c: Completion) -> Completion:
     """`c` with valid, bounded text and plausible numbers; `c` itself when nothing had to change."""
+    return c if is_clean(c) else full_clean(c)
+
+
+def full_clean(c: Completion) -> Completion:
+    """`clean_completion` without the quick check (each field looked at)."""
     text, cut = clean_text(c.text, MAX_TEXT_CHARS)
     finish, _ = clean_text(c.finish_reason, MAX_SHORT_CHARS - len(TRUNCATED))
     model, _ = clean_text(c.model, MAX_SHORT_CHARS)

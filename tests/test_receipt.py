@@ -14,7 +14,7 @@ from mlflow import MlflowClient
 from sweep.receipt import NAME
 from tests.conftest import ROOT
 
-PROBE = "import sys; from sweep.cli import main; code = main(sys.argv[1:]); print('MLFLOW', 'mlflow' in sys.modules); sys.exit(code)"
+PROBE = "import sys; from sweep.cli import main; code = main(sys.argv[1:]); print('MLFLOW', 'mlflow' in sys.modules, 'RAY', 'ray' in sys.modules); sys.exit(code)"
 
 
 def config(tmp_path: Path, limit: int) -> Path:
@@ -43,11 +43,11 @@ def sweep(path: Path) -> subprocess.CompletedProcess[str]:
 
 def test_a_finished_sweep_reruns_without_mlflow_until_something_changes(tmp_path: Path) -> None:
     first = sweep(config(tmp_path, 3))
-    assert "MLFLOW True" in first.stdout and (tmp_path / "out" / NAME).is_file()
+    assert "MLFLOW True RAY False" in first.stdout and (tmp_path / "out" / NAME).is_file()  # in-process: no Ray
     parent = first.stdout.split("parent run ")[1].split(")")[0]
 
     again = sweep(config(tmp_path, 3))
-    assert "MLFLOW False" in again.stdout and "mlflow: up to date" in again.stderr
+    assert "MLFLOW False RAY False" in again.stdout and "mlflow: up to date" in again.stderr
     assert f"parent run {parent}" in again.stdout
 
     db = tmp_path / "out" / "mlflow.db"

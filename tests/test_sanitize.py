@@ -4,8 +4,10 @@ absurd counts — is stored: the call cache, Parquet and a rerun from that cache
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
+import random
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,10 +15,17 @@ import pytest
 
 from actors.base import ChatRequest, Completion, Message
 from sweep.cache import CachedBackend, CallCache
-from sweep.config import validate
+from sweep.config import model_identity, validate
 from sweep.pool import build_agents
 from sweep.results import BufferedWriter, ResultStore
-from sweep.sanitize import MAX_TEXT_CHARS, SanitizingBackend, clean_completion, clean_text
+from sweep.sanitize import (
+    MAX_TEXT_CHARS,
+    SanitizingBackend,
+    clean_completion,
+    clean_text,
+    full_clean,
+    is_clean,
+)
 from tests.test_results import episode, turns_for
 
 POISON = "answer \ud800 then \udfff and \x00 nul"
@@ -81,12 +90,34 @@ def test_the_cache_stores_and_replays_only_clean_text(tmp_path: Path) -> None:
 
 
 def test_a_cache_poisoned_by_an_older_version_is_cleaned_on_replay(tmp_path: Path) -> None:
-    cache = CallCache(tmp_path / "llm_cache.sqlite")
-    raw = CachedBackend(Poisoned(), cache, {"name": "m"})  # no sanitiser: what older versions stored
-    asyncio.run(raw.generate([request(0)]))
-    replay = SanitizingBackend(CachedBackend(Poisoned(), cache, {"name": "m"}))
-    out = asyncio.run(replay.generate([request(0)]))[0]
-    assert out.cache_hit and out.text == clean_text(POISON, 10**6)[0]
+    cfg = validate({"models": {"m": {"engine": "simulated"}}, "agents": ["m"], "datasets": [{"name": "arith"}],
+                    "methods": ["cot"]})  # fmt: skip
+    with CallCache(tmp_path / "llm_cache.sqlite") as cache:  # no sanitiser: what older versions stored
+        asyncio.run(CachedBackend(Poisoned(), cache, model_identity("m", cfg.models["m"])).generate([request(0)]))
+    engine = Poisoned()
+    with CallCache(tmp_path / "llm_cache.sqlite") as cache:  # the pool's agent, as a rerun builds it
+        out = asyncio.run(build_agents(cfg.models, {"m": engine}, cache)["m"].backend.generate([request(0)]))[0]
+    assert out.cache_hit and engine.calls == 0
+    assert out.text == clean_text(POISON, 10**6)[0] and out.model == "m\ufffd"
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_quick_clean_check_agrees_with_the_full_one(seed: int) -> None:
+    rng, clean = random.Random(seed), 0
+    texts = ["fine", "", "ok ☃", POISON, "lone \udc80", "x\x00", "z" * 191, "y" * (MAX_TEXT_CHARS + 1), None, 7, "s" * 250]
+    numbers = [0, 5, -1, 2**40, 2**40 - 1, 3.0, math.nan, True, None, "4"]
+    odd = {"text": texts, "finish_reason": texts, "model": texts, "prompt_tokens": numbers,
+           "completion_tokens": numbers, "cached_tokens": numbers, "cache_hit": [True, False, 1, None],
+           "latency_s": [0.0, -0.0, 1.5, -1.0, math.inf, math.nan, 0, None]}  # fmt: skip
+    for _ in range(300):  # a usual reply with 0-2 fields made odd
+        fields = {f: rng.choice(odd[f]) for f in rng.sample(sorted(odd), rng.choice([0, 1, 1, 2]))}
+        c = dataclasses.replace(Completion("fine", 1, 2, latency_s=0.5, model="m"), **fields)
+        if is_clean(c):  # the quick check only passes what the full one leaves alone
+            assert full_clean(c) is c
+            clean += 1
+        else:
+            assert clean_completion(c) == full_clean(c)
+    assert 0 < clean < 300
 
 
 def test_an_unstorable_episode_fails_alone_and_says_why(tmp_path: Path) -> None:
