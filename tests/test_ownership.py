@@ -4,6 +4,7 @@ driver, and a dead driver's claims are taken over."""
 
 from __future__ import annotations
 
+import errno
 import json
 import multiprocessing
 import os
@@ -16,7 +17,16 @@ from typing import Any
 
 import pytest
 
-from sweep.ownership import LOCK_FILE, STALE_REMOTE_S, Claims, DirLock, OutputBusy, driver_alive, me
+from sweep.ownership import (
+    HEARTBEAT_S,
+    LOCK_FILE,
+    STALE_REMOTE_S,
+    Claims,
+    DirLock,
+    OutputBusy,
+    driver_alive,
+    me,
+)
 
 
 def test_a_second_owner_is_refused_in_one_line_naming_the_owner(tmp_path: Path) -> None:
@@ -107,6 +117,38 @@ def test_claims_give_an_episode_to_one_driver_and_dead_ones_lose_theirs(tmp_path
     mine.release({"e1"})
     assert not (tmp_path / "claims" / "e1").exists() and (tmp_path / "claims" / "e2").exists()
     mine.clear()
+    assert not (tmp_path / "claims").exists()
+
+
+def test_claims_are_links_to_one_record_renewed_when_full_gone_or_old(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claims = Claims(tmp_path)
+    assert claims.take("e1") and claims.take("e2")
+    one, two = (os.stat(tmp_path / "claims" / e) for e in ("e1", "e2"))
+    assert one.st_ino == two.st_ino and two.st_nlink == 3  # the record and two claims: no file per claim
+    assert json.loads((tmp_path / "claims" / "e2").read_text()) == me() and claims.claimed() == {"e1", "e2"}
+    record = claims._record
+    assert record is not None and record.name.startswith(".driver-")
+
+    os.utime(record, (0, 0))  # an old record: touched once HEARTBEAT_S has passed since the last touch
+    claims._touched -= HEARTBEAT_S + 1
+    assert claims.take("e3") and time.time() - (tmp_path / "claims" / "e1").stat().st_mtime < 60
+
+    real_link, full = os.link, [True]
+
+    def link(src: Any, dst: Any) -> None:
+        if full.pop() if full else False:
+            raise OSError(errno.EMLINK, "Too many links")
+        real_link(src, dst)
+
+    monkeypatch.setattr(os, "link", link)
+    assert claims.take("e4") and claims._record != record  # a full record: a new one
+    assert json.loads((tmp_path / "claims" / "e4").read_text()) == me()
+    assert claims._record is not None
+    claims._record.unlink()  # the record removed (claims/ cleaned by hand): written again
+    assert claims.take("e5") and claims.held_by_others({"e1", "e4", "e5"}) == set()
+    claims.clear()
     assert not (tmp_path / "claims").exists()
 
 
