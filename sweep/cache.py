@@ -5,16 +5,23 @@ never pay twice. Lives on the driver, which is its only writer.
 Writes leave the event loop: a writer thread commits them in batches (one transaction each,
 `synchronous=NORMAL` in WAL mode: durable against a crash of the process, and at worst the last
 batches lost on a power cut — a cache, so they are just asked again). Until a row is committed it is
-answered from memory, so it is never asked twice."""
+answered from memory, so it is never asked twice.
+
+Reads skip sqlite for keys it cannot hold: a bit set of every key put here or committed by anyone (read
+from the table at least every `SYNC_S` while lookups come), so a fresh sweep's misses — most of its
+lookups — cost no query. Another driver's row committed less than `SYNC_S` ago may be missed, and the
+call asked again: the same race as a row not yet committed, at worst a second engine call."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 import json
+import math
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -27,6 +34,8 @@ from sweep.interrupt import next_item
 from sweep.sanitize import clean_completion
 
 _FIELDS = [f.name for f in dataclasses.fields(Completion)]
+_SEEN_BITS = 1 << 26  # 8 MiB: ~2 % of lookups still query at a million keys
+SYNC_S = 1.0  # how often lookups read the keys others committed
 _str = json.encoder.encode_basestring_ascii  # what the canonical encoder does with a str
 
 
@@ -75,6 +84,10 @@ class CallCache:
         self.hits = 0
         self.misses = 0
         self._unwritten: dict[str, Completion] = {}  # put, not committed yet: answered from here
+        # Keys the table may hold (Python's str hash: a process's own, like this set): those put here,
+        # and those committed up to rowid `_synced_rowid`, read at `_synced_at`.
+        self._seen = bytearray(_SEEN_BITS >> 3)
+        self._synced_rowid, self._synced_at = 0, -math.inf
         # Items: a list of rows, an Event to set once everything before it is committed, or None: stop.
         self._queue: queue.Queue[list[tuple[str, Completion]] | threading.Event | None] = queue.Queue()
         self._error: BaseException | None = None
@@ -86,6 +99,9 @@ class CallCache:
             return {}
         found = {k: c for k in keys if (c := self._unwritten.get(k)) is not None}
         rest = [k for k in keys if k not in found]
+        if rest and time.monotonic() - self._synced_at > SYNC_S:
+            self._sync()
+        rest = [k for k in rest if self._may_hold(k)]
         if rest:
             marks = ",".join("?" * len(rest))
             rows = self._db.execute(f"SELECT key, completion FROM calls WHERE key IN ({marks})", rest)
@@ -98,7 +114,25 @@ class CallCache:
         self._raise_if_failed()
         if items:
             self._unwritten.update(items)
+            for k, _ in items:
+                self._mark(k)
             self._queue.put(list(items))
+
+    def _mark(self, key: str) -> None:
+        bit = hash(key) % _SEEN_BITS
+        self._seen[bit >> 3] |= 1 << (bit & 7)
+
+    def _may_hold(self, key: str) -> bool:
+        bit = hash(key) % _SEEN_BITS
+        return bool(self._seen[bit >> 3] & (1 << (bit & 7)))
+
+    def _sync(self) -> None:
+        """Mark the keys committed since the last sync, by any connection (rowids only grow)."""
+        rows = self._db.execute("SELECT rowid, key FROM calls WHERE rowid > ? ORDER BY rowid", (self._synced_rowid,))
+        for rowid, key in rows:
+            self._mark(key)
+            self._synced_rowid = rowid
+        self._synced_at = time.monotonic()
 
     def _write_loop(self) -> None:
         # Its own connection in the default isolation level: `with db:` is one transaction.

@@ -141,3 +141,42 @@ def test_a_failing_writer_is_reported_not_swallowed(tmp_path: Path) -> None:
         cache.flush()
     with pytest.raises(RuntimeError, match="writer failed"):
         cache.put_many([("k2", Completion("x", 1, 1))])
+
+
+class CountingDb:
+    """The cache's connection, counting the key lookups it is sent."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db, self.lookups = db, 0
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        self.lookups += "WHERE key IN" in sql
+        return self.db.execute(sql, *args)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def test_keys_it_cannot_hold_cost_no_query_and_its_own_rows_still_hit(tmp_path: Path) -> None:
+    cache = CallCache(tmp_path / "c.sqlite")
+    db = cache._db = CountingDb(cache._db)  # type: ignore[assignment]
+    assert cache.get_many([f"miss-{i}" for i in range(200)]) == {} and db.lookups <= 4  # false positives: ~0
+    cache.put_many([("mine", Completion("x", 1, 1))])
+    cache.flush()  # committed: answered from the table, not from memory
+    assert not cache._unwritten and cache.get_many(["mine"])["mine"].text == "x" and db.lookups >= 1
+    cache.close()
+
+
+def test_rows_another_driver_commits_are_found_once_synced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "c.sqlite"
+    with CallCache(path) as before:
+        before.put_many([("old", Completion("o", 1, 1))])
+    mine, other = CallCache(path), CallCache(path)
+    assert mine.get_many(["old"])["old"].text == "o"  # a row there at open
+    other.put_many([("new", Completion("n", 1, 1))])
+    other.flush()
+    assert mine.get_many(["new"]) == {}  # synced under SYNC_S ago: not seen yet (asked again at worst)
+    monkeypatch.setattr("sweep.cache.SYNC_S", 0.0)
+    assert mine.get_many(["new"])["new"].text == "n"
+    mine.close()
+    other.close()
