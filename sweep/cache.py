@@ -15,6 +15,7 @@ call asked again: the same race as a row not yet committed, at worst a second en
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import math
@@ -22,7 +23,7 @@ import queue
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -34,6 +35,7 @@ from sweep.interrupt import next_item
 from sweep.sanitize import clean_completion
 
 _FIELDS = [f.name for f in dataclasses.fields(Completion)]
+LOCK_TIMEOUT_S = 30.0  # how long sqlite waits for another connection's lock before it gives up
 _SEEN_BITS = 1 << 26  # 8 MiB: ~2 % of lookups still query at a million keys
 SYNC_S = 1.0  # how often lookups read the keys others committed
 _str = json.encoder.encode_basestring_ascii  # what the canonical encoder does with a str
@@ -72,6 +74,29 @@ def _load(text: str) -> Completion:
     return Completion(**json.loads(text))
 
 
+class CacheBusy(RuntimeError):
+    """Another process held the cache file's lock for longer than `LOCK_TIMEOUT_S`."""
+
+
+@contextlib.contextmanager
+def _named(path: Path) -> Iterator[None]:
+    """sqlite's bare "database is locked" raised as `CacheBusy`, naming the file, who may hold it, the fix."""
+    try:
+        yield
+    except sqlite3.OperationalError as e:
+        raise busy(path, e) or e from e
+
+
+def busy(path: Path, e: BaseException) -> CacheBusy | None:
+    if not isinstance(e, sqlite3.OperationalError) or "locked" not in str(e) and "busy" not in str(e):
+        return None
+    return CacheBusy(
+        f"call cache {path}: {e} (waited {LOCK_TIMEOUT_S:g} s): another driver on this output dir (its owner "
+        "or a --join worker) or another program holds it; rerun once that one is done (stored episodes are "
+        "kept), or set `cache: false`"
+    )
+
+
 class CallCache:
     """A sqlite table key -> completion JSON. Reads on the caller's thread; writes queued to one
     writer thread. `flush()` waits until everything put is committed; `close()` flushes."""
@@ -79,8 +104,11 @@ class CallCache:
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = _connect(path)
-        self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, completion TEXT NOT NULL)")
+        with _named(path):
+            self._db = _connect(path)
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, completion TEXT NOT NULL)"
+            )
         self.hits = 0
         self.misses = 0
         self._unwritten: dict[str, Completion] = {}  # put, not committed yet: answered from here
@@ -104,7 +132,10 @@ class CallCache:
         rest = [k for k in rest if self._may_hold(k)]
         if rest:
             marks = ",".join("?" * len(rest))
-            rows = self._db.execute(f"SELECT key, completion FROM calls WHERE key IN ({marks})", rest)
+            with _named(self.path):
+                rows = self._db.execute(
+                    f"SELECT key, completion FROM calls WHERE key IN ({marks})", rest
+                ).fetchall()
             # Sanitised again: a cache written by an older version may hold what no writer accepts now.
             found.update((k, clean_completion(_load(v))) for k, v in rows)
         return found
@@ -128,10 +159,12 @@ class CallCache:
 
     def _sync(self) -> None:
         """Mark the keys committed since the last sync, by any connection (rowids only grow)."""
-        rows = self._db.execute("SELECT rowid, key FROM calls WHERE rowid > ? ORDER BY rowid", (self._synced_rowid,))
-        for rowid, key in rows:
-            self._mark(key)
-            self._synced_rowid = rowid
+        with _named(self.path):  # streamed: a resumed sweep's first sync reads every key once
+            for rowid, key in self._db.execute(
+                "SELECT rowid, key FROM calls WHERE rowid > ? ORDER BY rowid", (self._synced_rowid,)
+            ):
+                self._mark(key)
+                self._synced_rowid = rowid
         self._synced_at = time.monotonic()
 
     def _write_loop(self) -> None:
@@ -166,7 +199,10 @@ class CallCache:
 
     def _raise_if_failed(self) -> None:
         if self._error is not None:
-            raise RuntimeError(f"call cache {self.path}: its writer failed: {self._error}") from self._error
+            error = busy(self.path, self._error) or RuntimeError(
+                f"call cache {self.path}: its writer failed: {self._error}"
+            )
+            raise error from self._error
 
     def flush(self) -> None:
         """Wait until every row put so far is committed."""
@@ -254,7 +290,9 @@ class CachedBackend:
 
 
 def _connect(path: Path, isolation_level: Literal["DEFERRED"] | None = None) -> sqlite3.Connection:
-    db = sqlite3.connect(path, isolation_level=isolation_level, check_same_thread=False, timeout=30.0)
+    db = sqlite3.connect(
+        path, isolation_level=isolation_level, check_same_thread=False, timeout=LOCK_TIMEOUT_S
+    )
     db.execute("PRAGMA journal_mode=WAL")
     db.execute("PRAGMA synchronous=NORMAL")
     return db

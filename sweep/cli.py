@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sweep import data_cli, interrupt, listing
+from sweep.cache import CacheBusy
 from sweep.config import ConfigError, SweepConfig, load_config
 from sweep.ownership import DirLock
 from sweep.preflight import TrackingFailed, Unreachable, preflight
@@ -213,7 +214,7 @@ def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, er
         print(f"error: {e}", file=sys.stderr)
         return 2
     except Exception as e:
-        known = isinstance(e, DiskFull | TrackingFailed)  # their messages say what to do
+        known = isinstance(e, DiskFull | TrackingFailed | CacheBusy)  # their messages say what to do
         print(f"error: {e}" if known else f"error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     simulated = all(cfg.models[m].engine == "simulated" for m in cfg.team())

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from sweep import cache
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -200,7 +202,7 @@ def _cache_problem(path: Path) -> str | None:
         return "not an sqlite database"
     db: Any = None
     try:
-        db = sqlite3.connect(path, timeout=10)
+        db = sqlite3.connect(path, timeout=cache.LOCK_TIMEOUT_S)
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if tables and "calls" not in tables:
             return f"no calls table (tables: {', '.join(sorted(tables))[:100]})"
@@ -208,6 +210,8 @@ def _cache_problem(path: Path) -> str | None:
         if row is None or row[0] != "ok":
             return f"quick_check: {row[0] if row else 'no answer'}"
     except sqlite3.Error as e:
+        if (held := cache.busy(path, e)) is not None:  # locked by another process: in use, not corrupt
+            raise held from e
         return f"{type(e).__name__}: {e}"
     finally:
         if db is not None:

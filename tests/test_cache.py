@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from actors.base import ChatRequest, Completion, Message
-from sweep.cache import CachedBackend, CallCache, request_key
+from sweep.cache import CacheBusy, CachedBackend, CallCache, request_key
 
 
 class Counting:
@@ -180,3 +180,50 @@ def test_rows_another_driver_commits_are_found_once_synced(tmp_path: Path, monke
     assert mine.get_many(["new"])["new"].text == "n"
     mine.close()
     other.close()
+
+
+def test_a_lock_held_too_long_names_the_file_who_may_hold_it_and_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sweep.cache.LOCK_TIMEOUT_S", 0.2)
+    path = tmp_path / "llm_cache.sqlite"
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")  # a rollback-journal file locked whole: the cache cannot even open
+    with pytest.raises(CacheBusy, match=r"call cache .*llm_cache.sqlite: database is locked .*--join worker.*rerun"):
+        CallCache(path)
+    blocker.execute("ROLLBACK")
+
+    cache = CallCache(path)  # opened; then another writer holds the file while rows wait to be committed
+    blocker.execute("BEGIN IMMEDIATE")
+    cache.put_many([("k", Completion("x", 1, 1))])
+    with pytest.raises(CacheBusy, match="database is locked"):
+        cache.flush()
+    blocker.execute("ROLLBACK")
+    blocker.close()
+    with pytest.raises(CacheBusy):
+        cache.close()  # the writer's error is reported once more on close, not swallowed
+
+
+def test_sweep_run_stops_in_one_line_when_the_cache_stays_locked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import yaml
+
+    from sweep.cli import main
+
+    monkeypatch.setattr("sweep.cache.LOCK_TIMEOUT_S", 0.2)
+    out = tmp_path / "out"
+    out.mkdir()
+    cfg = {"output_dir": str(out), "models": {"sim": {"engine": "simulated"}}, "agents": [{"model": "sim", "count": 2}],
+           "datasets": [{"name": "arith", "limit": 1}], "methods": ["cot"], "tracking": {"enabled": False}}  # fmt: skip
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(cfg))
+    blocker = sqlite3.connect(out / "llm_cache.sqlite", isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")  # another program holds the file
+    try:
+        assert main(["run", str(tmp_path / "s.yaml")]) == 1
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: call cache ") and "database is locked" in err[-1] and "rerun" in err[-1]
+    assert not list(out.glob("*.corrupt-*")) and (out / "llm_cache.sqlite").exists()  # in use, not corrupt: left be
