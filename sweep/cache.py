@@ -84,7 +84,9 @@ def _named(path: Path) -> Iterator[None]:
     try:
         yield
     except sqlite3.OperationalError as e:
-        raise busy(path, e) or e from e
+        if (held := busy(path, e)) is None:
+            raise
+        raise held from e
 
 
 def busy(path: Path, e: BaseException) -> CacheBusy | None:
