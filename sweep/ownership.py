@@ -242,7 +242,11 @@ class Claims:
             record.write_text(json.dumps(self.driver), encoding="utf-8")
             self._record, self._touched = record, now
         elif now - self._touched > HEARTBEAT_S:
-            os.utime(self._record)
+            try:
+                os.utime(self._record)
+            except FileNotFoundError:  # removed (claims/ cleaned by hand) between touches: write anew
+                self._record = None
+                return self._fresh_record()
             self._touched = now
         return self._record
 

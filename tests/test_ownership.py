@@ -148,6 +148,9 @@ def test_claims_are_links_to_one_record_renewed_when_full_gone_or_old(
     assert claims._record is not None
     claims._record.unlink()  # the record removed (claims/ cleaned by hand): written again
     assert claims.take("e5") and claims.held_by_others({"e1", "e4", "e5"}) == set()
+    claims._record.unlink()  # removed again, now when the heartbeat touches it: written again too
+    claims._touched -= HEARTBEAT_S + 1
+    assert claims.take("e6") and claims._record.exists() and claims.held_by_others({"e6"}) == set()
     claims.clear()
     assert not (tmp_path / "claims").exists()
 
