@@ -12,6 +12,12 @@ from rich.console import Console
 from sweep.scheduler import RunStats
 
 
+def per_second(count: float, seconds: float) -> str:
+    """A rate for people: '2,463', '12', '0.47' (a slow engine's calls/s is not '0')."""
+    rate = count / seconds if seconds > 0 else 0.0
+    return f"{rate:,.0f}" if rate >= 10 else f"{rate:.2g}"
+
+
 def duration(seconds: float) -> str:
     """'1h02m', '3m05s', '42s'."""
     s = int(round(seconds))
@@ -47,7 +53,7 @@ class ProgressLines:
         pct = 100.0 * s.done / self.total if self.total else 100.0
         return (
             f"progress: {s.done}/{self.total} episodes ({pct:.0f} %), {s.calls:,} calls, "
-            f"{s.tokens / elapsed:,.0f} tokens/s, {self.cache_hits():,} cache hits, acc {s.accuracy:.3f}, "
+            f"{per_second(s.tokens, elapsed)} tokens/s, {self.cache_hits():,} cache hits, acc {s.accuracy:.3f}, "
             f"{duration(elapsed)} elapsed, ETA {left}"
         )
 

@@ -27,7 +27,7 @@ from sweep.ownership import Claims, DirLock
 from sweep.plan import EpisodeTask, Group, Plan, build_plan
 from sweep.pool import EnginePool
 from sweep.preflight import TrackingFailed, preflight
-from sweep.progress import ProgressLines
+from sweep.progress import ProgressLines, per_second
 from sweep.records import Recorder
 from sweep.repair import MIN_FREE_BYTES, DiskFull, free_bytes, is_disk_full
 from sweep.results import BufferedWriter, ResultStore
@@ -242,7 +242,7 @@ def _run_episodes(
     # Episodes that ran but could not be stored are failed ones (the writer says why).
     stats.done -= len(writer.failed)
     stats.failures += writer.failed
-    rate = f" ({stats.calls / stats.wall_s:,.0f} calls/s)" if stats.wall_s > 0 else ""
+    rate = f" ({per_second(stats.calls, stats.wall_s)} calls/s)" if stats.wall_s > 0 else ""
     console.print(f"{stats.done} episodes, {stats.calls:,} calls in {stats.wall_s:.1f} s{rate}")
     if pool.cache is not None:
         stats.cache_hits = pool.cache.hits

@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from sweep.progress import ProgressLines, duration
+from sweep.progress import ProgressLines, duration, per_second
 from sweep.scheduler import RunStats
 
 
@@ -38,6 +38,11 @@ def test_a_line_every_interval_with_rate_and_eta() -> None:
 
 def test_durations_read_as_people_write_them() -> None:
     assert [duration(s) for s in (5, 65, 3725)] == ["5s", "1m05s", "1h02m"]
+
+
+def test_rates_below_ten_keep_two_digits() -> None:  # a CPU engine's 0.47 calls/s printed as "0" before
+    got = [per_second(n, s) for n, s in ((264, 560.4), (53, 10), (13_200, 5.36), (1, 0))]
+    assert got == ["0.47", "5.3", "2,463", "0"]
 
 
 def test_a_line_comes_on_time_even_while_no_episode_finishes() -> None:
