@@ -200,13 +200,13 @@ def critique_messages(
     fixed = (
         "Review the target solutions below for logical correctness. Do not judge by whether the target "
         "answer matches your own; judge only by the reasoning steps. For each target, identify the first "
-        "incorrect step if one exists. If no error is identified, say so."
+        "incorrect step if one exists. If no error is identified, say so. Write one review per target, with "
+        '"target" set to its agent number. assessment must be one of Strong, Acceptable, Flawed.'
     )
     user = (
         f"{_then_problem(fixed, sample)}\n\nYou are Agent {agent + 1}.\n\nYOUR CURRENT ANSWER\n"
         f"{_describe(own)}\n\nSOLUTIONS TO REVIEW\n{solutions}\n\nReturn valid JSON with exactly this "
-        f'shape:\n{shape}\nWrite one review per target, with "target" set to its agent number. assessment '
-        "must be one of Strong, Acceptable, Flawed."
+        f"shape:\n{shape}"
     )
     return (Message("system", PEAR_SYSTEM), Message("user", user))
 
@@ -236,12 +236,12 @@ def revise_messages(
         f"{CONFIDENCE_RUBRIC}\n\nUpdate your answer using only critiques that identify a real error in your "
         "reasoning. After updating, assign a new confidence score to your own updated answer using the 1-5 "
         "rubric above. Calibrate it strictly: lower the score when accepted critiques leave unresolved "
-        "uncertainty or multiple plausible answers."
+        f"uncertainty or multiple plausible answers. {ask} Use only ACCEPT or REJECT. {_CONF_INT}"
     )
     user = (
         f"{_then_problem(fixed, sample)}\n\nYou are Agent {agent + 1}.\n\nYOUR PREVIOUS ANSWER\n"
-        f"{_describe(own)}\n\nCRITIQUES YOU RECEIVED\n{received or '(none)'}\n\n{ask}\n\nReturn valid "
-        f"JSON with exactly these keys:\n{shape}\nUse only ACCEPT or REJECT. {_CONF_INT}"
+        f"{_describe(own)}\n\nCRITIQUES YOU RECEIVED\n{received or '(none)'}\n\nReturn valid "
+        f"JSON with exactly these keys:\n{shape}"
     )
     return (Message("system", PEAR_SYSTEM), Message("user", user))
 

@@ -7,6 +7,7 @@ import json
 import os
 
 import pytest
+from golden_prompts import parts
 
 from data.formats import format_block
 from data.types import Sample
@@ -45,6 +46,43 @@ def test_rendering_is_byte_stable_and_puts_what_is_shared_first() -> None:
     first, fourth = user(rendered[0]), user(rendered[1])
     assert first.endswith("You are Agent 1.") and fourth.endswith("You are Agent 4.")
     assert first.removesuffix("1.") == fourth.removesuffix("4.")  # agents differ in their last tokens only
+
+
+HEADINGS = {
+    "YOUR PRIVATE HISTORY",
+    "VISIBLE NEIGHBOR MESSAGES",
+    "YOUR CURRENT ANSWER",
+    "SOLUTIONS TO REVIEW",
+    "YOUR PREVIOUS ANSWER",
+    "CRITIQUES YOU RECEIVED",
+    "Answer:",
+    "Confidence:",
+    "Reasoning:",  # a view's labels
+}
+
+
+def test_every_sentence_two_calls_of_a_phase_share_comes_before_the_item() -> None:
+    """Fixed text after the PROBLEM block would sit after what differs between calls, where no prefix
+    cache reaches it: after the item come only the agent's name, the views, the headings, and the JSON
+    shape that names agents."""
+    a, b = (OWN, PEER), (View("7", 4, "Guessed."), View("9", 1, "Counted twice."))
+    pairs = {
+        "update": [prompts.update_messages(NUM, x, [(k, y)], k + 1) for k, (x, y) in enumerate((a, b))],
+        "critique": [prompts.critique_messages(NUM, k, x, [(k + 2, y)]) for k, (x, y) in enumerate((a, b))],
+        "revise": [
+            prompts.revise_messages(NUM, k, x, [(k + 2, y, f"Step {k + 1} slips.")])
+            for k, (x, y) in enumerate((a, b))
+        ],
+        "revise-alone": [prompts.revise_messages(NUM, k, x, []) for k, (x, _) in enumerate((a, b))],
+    }
+    problem = prompts.problem_block(NUM)
+    for phase, (one, two) in pairs.items():
+        tails = []
+        for m in (one, two):
+            tail, ask, shape = user(m).split(problem, 1)[1].partition("Return valid JSON with exactly")
+            assert not ask or json.loads(shape.split(":\n", 1)[1]), phase  # the shape, and nothing after it
+            tails.append(set(parts(tail)))
+        assert tails[0] & tails[1] <= HEADINGS | {"(none)"}, phase
 
 
 @pytest.mark.parametrize(

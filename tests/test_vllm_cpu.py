@@ -131,6 +131,8 @@ class TestBackend:
         second = served.run([ask("What is 3 + 3?", seed=0, system=system, max_tokens=4)])[0]
         assert first.prompt_tokens > 300
         assert 0 < second.cached_tokens < second.prompt_tokens
+        # 32-token blocks (CPU_BLOCK_SIZE): the hit ends within 32 tokens of the shared prefix, not 128
+        assert second.cached_tokens % 32 == 0 and second.cached_tokens > 256
 
 
 def _vllm_processes() -> set[int]:

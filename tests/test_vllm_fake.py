@@ -144,15 +144,15 @@ def test_engine_args_defaults_tensor_parallel_and_overrides() -> None:
     assert over["distributed_executor_backend"] == "mp"
 
 
-def test_on_cpu_prefills_are_whole_unless_the_config_says_otherwise() -> None:
+def test_on_cpu_prefills_are_whole_and_blocks_small_unless_the_config_says_otherwise() -> None:
     gpu, made_gpu = fake_api()
     VLLMBackend("m", api=gpu)
-    assert "enable_chunked_prefill" not in made_gpu[0].args  # vLLM's own default on GPUs
+    assert not {"enable_chunked_prefill", "block_size"} & set(made_gpu[0].args)  # vLLM's own defaults on GPUs
     cpu, made_cpu = fake_api(on_cpu=True)
     VLLMBackend("m", api=cpu)
-    VLLMBackend("m", api=cpu, engine_args={"enable_chunked_prefill": True})
-    assert made_cpu[0].args["enable_chunked_prefill"] is False
-    assert made_cpu[1].args["enable_chunked_prefill"] is True
+    VLLMBackend("m", api=cpu, engine_args={"enable_chunked_prefill": True, "block_size": 128})
+    assert made_cpu[0].args["enable_chunked_prefill"] is False and made_cpu[0].args["block_size"] == 32
+    assert made_cpu[1].args["enable_chunked_prefill"] is True and made_cpu[1].args["block_size"] == 128
 
 
 def test_relative_model_dir_becomes_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
