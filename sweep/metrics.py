@@ -16,6 +16,7 @@ def group_metrics(episodes: pl.DataFrame) -> tuple[dict[str, float], list[float]
     prompt = int(episodes["prompt_tokens"].sum())
     completion = int(episodes["completion_tokens"].sum())
     failures = int(episodes["parse_failures"].sum())
+    cached = int(episodes["cached_tokens"].sum())
     scalars = {
         "accuracy": int(episodes["correct"].sum()) / n,
         "n_episodes": float(n),
@@ -23,7 +24,9 @@ def group_metrics(episodes: pl.DataFrame) -> tuple[dict[str, float], list[float]
         "prompt_tokens_per_task": prompt / n,
         "completion_tokens_per_task": completion / n,
         "tokens_per_task": (prompt + completion) / n,
-        "cached_tokens_per_task": float(episodes["cached_tokens"].sum()) / n,
+        "cached_tokens_per_task": cached / n,
+        # the engine's prefix-cache hits over every prompt token (what bench/prefix_reuse.py prints)
+        "prefix_cached_share": cached / prompt if prompt else 0.0,
         "cost_per_task": float(episodes["cost"].sum()) / n,
         "latency_s_per_task": float(episodes["latency_s"].sum()) / n,
         "parse_failures_per_task": failures / n,

@@ -98,6 +98,8 @@ def test_group_metrics_per_round_over_reached_episodes() -> None:
     assert scalars["accuracy"] == 0.5 and scalars["calls_per_task"] == 5.0
     assert scalars["tokens_per_task"] == 25.0 and scalars["parse_failure_rate"] == 0.1
     assert scalars["cost_per_task"] == 0.5 and scalars["parse_failures_per_task"] == 0.5
+    assert scalars["cached_tokens_per_task"] == 1.0 and scalars["prefix_cached_share"] == 0.05  # 2 of 40
+    assert group_metrics(eps.with_columns(pl.lit(0).alias("prompt_tokens")))[0]["prefix_cached_share"] == 0.0
 
 
 def test_sweep_runs_metrics_artifacts_and_reruns(uri: str, out_dir: Path, tmp_path: Path) -> None:
@@ -124,6 +126,7 @@ def test_sweep_runs_metrics_artifacts_and_reruns(uri: str, out_dir: Path, tmp_pa
     assert child["metrics"]["accuracy"] == 0.5 and child["metrics"]["n_episodes"] == 4
     assert child["metrics"]["parse_failure_rate"] == pytest.approx(3 / 24)
     assert child["metrics"]["tokens_per_task"] == 120 and child["metrics"]["cost_per_task"] == 0.5
+    assert child["metrics"]["prefix_cached_share"] == pytest.approx(0.1)  # 10 of 100 prompt tokens
     history = client.get_metric_history(child_ids[1], "accuracy_round")
     assert sorted((m.step, m.value) for m in history) == [(0, 0.0), (1, 0.5), (2, 0.5)]
 
