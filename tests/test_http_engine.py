@@ -103,18 +103,27 @@ class _Handler(BaseHTTPRequestHandler):
             srv.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
             srv.in_flight += 1
             srv.max_in_flight = max(srv.max_in_flight, srv.in_flight)
+        self._counted = True
         try:
             self._act(srv.next_action(body), body)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout, size bound)
             pass
         finally:
-            with srv.lock:
-                srv.in_flight -= 1
+            self._leave()
+
+    def _leave(self) -> None:
+        """Out of `in_flight`: before the reply is written, since a client that has read it may send its
+        next request before this thread runs again (counted after, that showed one request too many)."""
+        if self._counted:
+            self._counted = False
+            with self.server.lock:
+                self.server.in_flight -= 1
 
     def _act(self, action: str, body: dict[str, Any]) -> None:
         srv = self.server
         if action in ("slow", "hold"):
             time.sleep(srv.slow_s if action == "slow" else srv.hold_s)
+        self._leave()
         if action == "429":
             self._send(429, {"error": {"message": "rate limited"}}, {"Retry-After": srv.retry_after})
         elif action in ("500", "400"):
