@@ -8,12 +8,15 @@ through ever more of `sweep run`, each layer on a fresh output dir.
     cache          + the LLM-call cache (fresh: round 0 shared by the methods is its only hits)
     ray            + the engines in Ray actors instead of in-process (a local Ray, started untimed)
     sweep run      `run_sweep` as the CLI calls it (in-process, cache on, tracking off), whole call
+    N drivers      the same with `--drivers N` (this process and N-1 local `--join` workers; default:
+                   one per core): calls/s of the whole sweep, CPU of every driver
 
 Prints calls, wall and CPU seconds, calls/s and ms per call, and what each layer adds; the machine's
 load average before and after (other work on the machine shows up in every figure).
 
     .venv/bin/python bench/overhead.py                       # examples/simulated.yaml, 1000 items
     .venv/bin/python bench/overhead.py --items 200 --no-ray
+    .venv/bin/python bench/overhead.py --items 400 --no-ray --drivers 2
 """
 
 from __future__ import annotations
@@ -51,10 +54,16 @@ class Taped:
 
 
 def timed(fn: Callable[[], int]) -> tuple[int, float, float]:
-    """(calls, wall s, CPU s of this process, its threads included)."""
-    w, c = time.perf_counter(), time.process_time()
+    """(calls, wall s, CPU s of this process, its threads and the child processes it waited for
+    included)."""
+
+    def cpu() -> float:
+        t = os.times()
+        return time.process_time() + t.children_user + t.children_system
+
+    w, c = time.perf_counter(), cpu()
     calls = fn()
-    return calls, time.perf_counter() - w, time.process_time() - c
+    return calls, time.perf_counter() - w, cpu() - c
 
 
 def engines(cfg: SweepConfig, tape: list[tuple[str, list[ChatRequest]]] | None = None) -> dict[str, Any]:
@@ -63,7 +72,7 @@ def engines(cfg: SweepConfig, tape: list[tuple[str, list[ChatRequest]]] | None =
     return {m: Taped(b, tape, m) for m, b in built.items()} if tape is not None else built
 
 
-def layers(cfg: SweepConfig, out: Path, ray: bool) -> list[tuple[str, tuple[int, float, float]]]:
+def layers(cfg: SweepConfig, out: Path, ray: bool, drivers: int) -> list[tuple[str, tuple[int, float, float]]]:
     import pyarrow as pa
 
     from sweep.cache import CallCache
@@ -114,6 +123,8 @@ def layers(cfg: SweepConfig, out: Path, ray: bool) -> list[tuple[str, tuple[int,
     if ray:
         rows.append(("ray", ray_layer(cfg, specs, with_parquet)))
     rows.append(("sweep run", sweep_run(cfg, out)))
+    if drivers > 1:
+        rows.append((f"{drivers} drivers", sweep_run(cfg, out, drivers)))
     return rows
 
 
@@ -130,17 +141,17 @@ def ray_layer(cfg: SweepConfig, specs: dict[str, Any], with_parquet: Callable[[b
         stop_engines(remote)
 
 
-def sweep_run(cfg: SweepConfig, out: Path) -> tuple[int, float, float]:
+def sweep_run(cfg: SweepConfig, out: Path, drivers: int = 1) -> tuple[int, float, float]:
     from rich.console import Console
 
     from sweep.runner import run_sweep
 
-    run_cfg = cfg.model_copy(update={"output_dir": str(out / "sweep-run")})
+    run_cfg = cfg.model_copy(update={"output_dir": str(out / f"sweep-run-{drivers}")})
     plan = build_plan(run_cfg)
     quiet = Console(file=open(os.devnull, "w"), stderr=False)  # noqa: SIM115 - closed at exit
 
     def go() -> int:
-        outcome = run_sweep(run_cfg, plan, console=quiet)
+        outcome = run_sweep(run_cfg, plan, console=quiet, drivers=drivers)
         assert outcome.stats is not None and not outcome.stats.failures
         return outcome.stats.calls
 
@@ -152,13 +163,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--config", default="examples/simulated.yaml")
     p.add_argument("--items", type=int, default=1000, help="items per dataset (episodes = methods x seeds x items)")
     p.add_argument("--no-ray", action="store_true", help="skip the Ray layer (it starts a local Ray)")
+    p.add_argument(
+        "--drivers", type=int, default=os.cpu_count() or 1, help="drivers of the last row (1: no such row)"
+    )
     a = p.parse_args(argv)
     overrides = [f"datasets.0.limit={a.items}", "tracking.enabled=false"]
     cfg = load_config(a.config, overrides)
     print(f"load average before: {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} cores")
     out = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
     try:
-        rows = layers(cfg, out, not a.no_ray)
+        rows = layers(cfg, out, not a.no_ray, a.drivers)
     finally:
         shutil.rmtree(out, ignore_errors=True)
     print(
@@ -168,13 +182,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous, previous_cpu = 0.0, 0.0
     for name, (calls, wall, cpu) in rows:
         ms, cpu_ms = 1000 * wall / calls, 1000 * cpu / calls
-        added = "" if name == "sweep run" else f"{ms - previous:+9.3f}"
-        added_cpu = "" if name == "sweep run" else f"{cpu_ms - previous_cpu:+7.3f}"
+        whole = name == "sweep run" or name.endswith("drivers")
+        added = "" if whole else f"{ms - previous:+9.3f}"
+        added_cpu = "" if whole else f"{cpu_ms - previous_cpu:+7.3f}"
         print(
             f"{name:14s} {calls:8d} {wall:8.2f} {cpu:7.2f} {calls / wall:9.0f} {ms:8.3f} {added:>9s} "
             f"{cpu_ms:12.3f} {added_cpu:>7s}"
         )
-        if name != "sweep run":
+        if not whole:
             previous, previous_cpu = ms, cpu_ms
     print(f"load average after: {os.getloadavg()[0]:.2f} (1 min)")
     return 0

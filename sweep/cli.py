@@ -125,6 +125,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="if another driver owns the output dir, help it: run only episodes nobody has claimed",
     )
+    run.add_argument(
+        "--drivers",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="driver processes on this machine: this one and N-1 local --join workers (in-process engines only)",
+    )
     return p
 
 
@@ -174,6 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.no_tracking:
             cfg = cfg.model_copy(update={"tracking": cfg.tracking.model_copy(update={"enabled": False})})
         # Before anything is written: the servers answer, and the output dir is ours (or joined).
+        from sweep.drivers import check_drivers
+
+        check_drivers(cfg, args.drivers, args.address)
         preflight(cfg, args.tracking_uri, args.address)
         lock = DirLock.for_output(Path(cfg.output_dir).resolve(), cfg.identity())
         lock.acquire(args.join)
@@ -205,8 +215,9 @@ def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, er
             plan = None  # the settled entries are planned now (run_sweep builds it)
             err.print("matched: " + "; ".join(f"{e.name}({e.args})" for e in cfg.methods if e.name == "consistency"))
         outcome = run_sweep(
-            cfg, plan, tracking_uri=args.tracking_uri, address=args.address, console=err, lock=lock
-        )
+            cfg, plan, tracking_uri=args.tracking_uri, address=args.address, console=err, lock=lock,
+            drivers=args.drivers,
+        )  # fmt: skip
     except KeyboardInterrupt:
         err.print("interrupted: finished episodes are stored; rerun the same command to continue")
         return 1

@@ -3,9 +3,11 @@ CI) a progress bar draws nothing until the end, so a plain line is printed every
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from rich.console import Console
 
@@ -85,3 +87,13 @@ class ProgressLines:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+
+
+def seconds_since_start() -> float | None:
+    """Seconds since this process started (Linux /proc; None elsewhere)."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return uptime - ticks / os.sysconf("SC_CLK_TCK")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,17 +22,19 @@ from rich.progress import (
 
 from sweep import interrupt, receipt
 from sweep.config import SweepConfig
+from sweep.drivers import LocalWorkers, check_drivers
 from sweep.ownership import Claims, DirLock
 from sweep.plan import EpisodeTask, Group, Plan, build_plan
 from sweep.pool import EnginePool
 from sweep.preflight import TrackingFailed, preflight
-from sweep.progress import ProgressLines, per_second
+from sweep.progress import ProgressLines, per_second, seconds_since_start
 from sweep.records import Recorder
 from sweep.repair import MIN_FREE_BYTES, DiskFull, free_bytes, is_disk_full
 from sweep.results import BufferedWriter, ResultStore
 from sweep.run_summary import summarize
 from sweep.scheduler import RunStats, run_tasks
 
+CONFIG_FILE = "config.resolved.yaml"  # the sweep as run, in its output dir (workers read it)
 WAIT_POLL_S = 1.0  # how often an owner looks whether its workers' episodes are stored
 
 
@@ -51,9 +52,9 @@ class SweepOutcome:
 def write_resolved_config(cfg: SweepConfig, out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
-    tmp = out / ".config.resolved.yaml.tmp"
+    tmp = out / f".{CONFIG_FILE}.tmp"
     tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out / "config.resolved.yaml")
+    tmp.replace(out / CONFIG_FILE)
 
 
 def run_sweep(
@@ -64,26 +65,35 @@ def run_sweep(
     console: Console | None = None,
     lock: DirLock | None = None,
     join: bool = False,
+    drivers: int = 1,
 ) -> SweepOutcome:
     """Run every episode of the sweep that is not stored yet, then log the sweep to MLflow. The
     output dir is owned for the whole run (`lock`, taken here when not given; `join`: help its
-    owner as a worker, which runs only unclaimed episodes and logs nothing)."""
+    owner as a worker, which runs only unclaimed episodes and logs nothing; `drivers`: the owner
+    starts `drivers - 1` local workers, `sweep.drivers`)."""
     console = console or Console(stderr=True)
     plan = plan or build_plan(cfg)
     out = Path(cfg.output_dir).resolve()
+    check_drivers(cfg, drivers, address)
     if lock is not None:
-        return _run_owned(cfg, plan, tracking_uri, address, console, lock)
+        return _run_owned(cfg, plan, tracking_uri, address, console, lock, drivers)
     preflight(cfg, tracking_uri, address)
     lock = DirLock.for_output(out, cfg.identity())
     lock.acquire(join)
     try:
-        return _run_owned(cfg, plan, tracking_uri, address, console, lock)
+        return _run_owned(cfg, plan, tracking_uri, address, console, lock, drivers)
     finally:
         lock.release()
 
 
 def _run_owned(
-    cfg: SweepConfig, plan: Plan, tracking_uri: str | None, address: str | None, console: Console, lock: DirLock
+    cfg: SweepConfig,
+    plan: Plan,
+    tracking_uri: str | None,
+    address: str | None,
+    console: Console,
+    lock: DirLock,
+    drivers: int = 1,
 ) -> SweepOutcome:
     out = Path(cfg.output_dir).resolve()
     worker = lock.role == "worker"
@@ -103,9 +113,17 @@ def _run_owned(
         groups = [g for g in plan.groups if left[g.key]]
         skip = done | held
         todo = (t for g in groups for t in g.tasks() if t.episode_id not in skip)
+        workers = None if worker or drivers == 1 else LocalWorkers(out / CONFIG_FILE, out, drivers - 1)
+        t0 = time.monotonic()
         try:
+            if workers is not None:
+                workers.start(console)
             outcome.stats = _run_episodes(cfg, groups, todo, n_todo, store, address, console, claims)
+            if workers is not None:
+                outcome.stats = workers.join(store, outcome.stats, done, t0, console)
         except BaseException:
+            if workers is not None:
+                workers.stop()
             with contextlib.suppress(Exception):  # let a worker (or the rerun) have what we gave up
                 claims.release(claims.mine - store.done_ids())
             raise
@@ -248,16 +266,6 @@ def _run_episodes(
         stats.cache_hits = pool.cache.hits
         console.print(pool.cache_line())
     return stats
-
-
-def seconds_since_start() -> float | None:
-    """Seconds since this process started (Linux /proc; None elsewhere)."""
-    try:
-        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-    return uptime - ticks / os.sysconf("SC_CLK_TCK")
 
 
 class SpaceGate:
