@@ -17,6 +17,7 @@ load average before and after (other work on the machine shows up in every figur
     .venv/bin/python bench/overhead.py                       # examples/simulated.yaml, 1000 items
     .venv/bin/python bench/overhead.py --items 200 --no-ray
     .venv/bin/python bench/overhead.py --items 400 --no-ray --drivers 2
+    .venv/bin/python bench/overhead.py --items 400 --whole-only --repeat 5   # one vs N drivers, interleaved
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import argparse
 import asyncio
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -141,12 +143,12 @@ def ray_layer(cfg: SweepConfig, specs: dict[str, Any], with_parquet: Callable[[b
         stop_engines(remote)
 
 
-def sweep_run(cfg: SweepConfig, out: Path, drivers: int = 1) -> tuple[int, float, float]:
+def sweep_run(cfg: SweepConfig, out: Path, drivers: int = 1, run: int = 0) -> tuple[int, float, float]:
     from rich.console import Console
 
     from sweep.runner import run_sweep
 
-    run_cfg = cfg.model_copy(update={"output_dir": str(out / f"sweep-run-{drivers}")})
+    run_cfg = cfg.model_copy(update={"output_dir": str(out / f"sweep-run-{drivers}-{run}")})
     plan = build_plan(run_cfg)
     quiet = Console(file=open(os.devnull, "w"), stderr=False)  # noqa: SIM115 - closed at exit
 
@@ -166,13 +168,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--drivers", type=int, default=os.cpu_count() or 1, help="drivers of the last row (1: no such row)"
     )
+    p.add_argument("--whole-only", action="store_true", help="only the two whole-`sweep run` rows")
+    p.add_argument(
+        "--repeat", type=int, default=1, help="runs of the whole-`sweep run` rows, interleaved (one, N, one, N...)"
+    )
     a = p.parse_args(argv)
     overrides = [f"datasets.0.limit={a.items}", "tracking.enabled=false"]
     cfg = load_config(a.config, overrides)
     print(f"load average before: {os.getloadavg()[0]:.2f} (1 min) on {os.cpu_count()} cores")
     out = Path(tempfile.mkdtemp(prefix="bench-overhead-"))
     try:
-        rows = layers(cfg, out, not a.no_ray, a.drivers)
+        rows = [] if a.whole_only else layers(cfg, out, not a.no_ray, a.drivers)
+        if a.whole_only:
+            sweep_run(cfg, out, 1, -1)  # untimed: first-use imports (pyarrow, polars), as `layers` has them
+        for k in range(a.repeat if a.whole_only else a.repeat - 1):  # `layers` made one of each
+            rows.append(("sweep run", sweep_run(cfg, out, 1, k)))
+            if a.drivers > 1:
+                rows.append((f"{a.drivers} drivers", sweep_run(cfg, out, a.drivers, k)))
     finally:
         shutil.rmtree(out, ignore_errors=True)
     print(
@@ -191,6 +203,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if not whole:
             previous, previous_cpu = ms, cpu_ms
+    for name in dict.fromkeys(n for n, _ in rows if n == "sweep run" or n.endswith("drivers")):
+        rates = [calls / wall for n, (calls, wall, _) in rows if n == name]
+        if len(rates) > 1:
+            print(f"{name}: calls/s over {len(rates)} runs: median {statistics.median(rates):,.0f}, best {max(rates):,.0f}")
     print(f"load average after: {os.getloadavg()[0]:.2f} (1 min)")
     return 0
 

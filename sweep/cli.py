@@ -229,7 +229,8 @@ def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, er
         print(f"error: {e}" if known else f"error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     simulated = all(cfg.models[m].engine == "simulated" for m in cfg.team())
-    out.print(summary_table(outcome.summary, simulated))
+    if outcome.summary:  # a worker's is empty: the owner summarises the sweep
+        out.print(summary_table(outcome.summary, simulated))
     out.print(
         f"episodes: {outcome.planned} planned, {outcome.skipped} already stored, "
         f"{outcome.stats.done if outcome.stats else 0} run now"

@@ -148,7 +148,7 @@ class ResultStore:
         ids: set[str] = set()
         for path in sorted((Path(out_dir) / "episodes").glob(_PART_GLOB)):
             try:
-                ids.update(pq.read_table(path, columns=["episode_id"]).column("episode_id").to_pylist())
+                ids.update(_ids_in(path))
             except (OSError, pa.ArrowException):
                 continue
         return ids
@@ -160,14 +160,14 @@ class ResultStore:
         ids: set[str] = set()
         for name in self._committed():
             try:
-                col = pq.read_table(self.episodes_dir / name, columns=["episode_id"]).column("episode_id")
+                col = _ids_in(self.episodes_dir / name)
                 for d in (self.turns_dir, self.rounds_dir):
                     if (d / name).exists():
                         pq.read_metadata(d / name)
             except (OSError, pa.ArrowException) as e:
                 quarantine_part(self.out_dir, name, e)
                 continue
-            ids.update(col.to_pylist())
+            ids.update(col)
         return ids
 
     def _read(self, directory: Path, names: list[str], schema: pa.Schema) -> pa.Table:
@@ -226,3 +226,10 @@ class ResultStore:
     def rounds(self) -> pl.DataFrame:
         """The per-round diagnostic rows of the episode rows `episodes()` returns."""
         return self._read_with(self.rounds_dir, ROUND_SCHEMA)[1]
+
+
+def _ids_in(path: Path) -> list[str]:
+    """The episode ids of one part. `ParquetFile`, not `read_table`: the dataset layer `read_table`
+    goes through imports pandas (~0.5 s at a driver's start) and reads a column at half the speed."""
+    ids: list[str] = pq.ParquetFile(path).read(columns=["episode_id"]).column("episode_id").to_pylist()
+    return ids

@@ -128,8 +128,8 @@ def _run_owned(
                 claims.release(claims.mine - store.done_ids())
             raise
     if worker:
-        console.print("worker: done with the unclaimed episodes; the owner of the output dir logs to MLflow")
-        outcome.summary = summarize(plan, store)
+        # No summary: the owner's is the sweep's (a worker's would be of what is stored so far).
+        console.print("worker: done with the unclaimed episodes; the owner summarises the sweep and logs it to MLflow")
         return outcome
     _settle(plan, store, claims, lock, outcome, console)
     try:

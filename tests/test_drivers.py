@@ -71,12 +71,14 @@ def test_two_drivers_store_what_one_driver_stores(tmp_path: Path) -> None:
     log = (tmp_path / "two" / "drivers" / "worker-1.log").read_text()
     ran = re.search(r"^(\d+) episodes, [\d,]+ calls in", log, re.M)
     assert ran is not None and int(ran.group(1)) >= 1, log[-2000:]  # the worker did run episodes
-    assert "worker: done with the unclaimed episodes" in log
+    assert "worker: done with the unclaimed episodes" in log and "accuracy" not in log  # the owner summarises
 
     one = load_config(path, [], str(tmp_path / "one"))
     assert run_sweep(one).stats is not None
+    # Which driver first asks a call two methods share (round 0) decides where the cache answers it.
+    cache = ("cache_hit", "cache_hits")
     for a, b in zip(tables(tmp_path / "one"), tables(tmp_path / "two"), strict=True):
-        assert a.drop("cache_hit", strict=False).equals(b.drop("cache_hit", strict=False))
+        assert a.height and a.drop(cache, strict=False).equals(b.drop(cache, strict=False))
     assert not processes_mentioning(str(tmp_path / "two"))  # the worker is gone
 
 
