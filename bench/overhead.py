@@ -181,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows = [] if a.whole_only else layers(cfg, out, not a.no_ray, a.drivers)
         if a.whole_only:
             sweep_run(cfg, out, 1, -1)  # untimed: first-use imports (pyarrow, polars), as `layers` has them
-        for k in range(a.repeat if a.whole_only else a.repeat - 1):  # `layers` made one of each
+        for k in range(0 if a.whole_only else 1, a.repeat):  # `layers` made run 0 of each
             rows.append(("sweep run", sweep_run(cfg, out, 1, k)))
             if a.drivers > 1:
                 rows.append((f"{a.drivers} drivers", sweep_run(cfg, out, a.drivers, k)))
