@@ -229,7 +229,7 @@ class ResultStore:
 
 
 def _ids_in(path: Path) -> list[str]:
-    """The episode ids of one part. `ParquetFile`, not `read_table`: the dataset layer `read_table`
-    goes through imports pandas (~0.5 s at a driver's start) and reads a column at half the speed."""
+    """The episode ids of one part. `ParquetFile`, not `read_table`: `read_table` goes through the
+    dataset layer, which imports pandas (~0.5 s at a driver's start) and reads a column at half the speed."""
     ids: list[str] = pq.ParquetFile(path).read(columns=["episode_id"]).column("episode_id").to_pylist()
     return ids
