@@ -32,6 +32,10 @@ def part_json(value: Any) -> str:
         return int.__repr__(value)
     if kind is str:
         return _encode_str(value)
+    if kind is float and value - value == 0.0:  # finite (the encoder writes NaN and Infinity its own way)
+        return float.__repr__(value)
+    if value is None:
+        return "null"
     return _CANONICAL.encode(value)
 
 

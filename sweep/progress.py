@@ -30,8 +30,9 @@ def duration(seconds: float) -> str:
 
 class ProgressLines:
     """Call with the running totals as often as they change; prints at most one line per `every_s`
-    (and the first once an episode is done): episodes done/total, calls, tokens/s, cache hits,
-    accuracy so far and the time left at the current pace."""
+    (and the first once an episode is done): episodes done/total (those other drivers claimed
+    included, and named), calls, tokens/s, cache hits, accuracy so far and the time left at the
+    current pace."""
 
     def __init__(
         self,
@@ -50,11 +51,14 @@ class ProgressLines:
         self._thread: threading.Thread | None = None
 
     def line(self, s: RunStats) -> str:
-        elapsed = max(1e-9, self.clock() - self.started)
-        left = duration(elapsed / s.done * (self.total - s.done)) if s.done else "?"
-        pct = 100.0 * s.done / self.total if self.total else 100.0
+        # Episodes other drivers claimed (`--join`, `--drivers`) count as handled: without them an
+        # owner's count ends short of the total and its ETA runs for the whole sweep.
+        elapsed, handled = max(1e-9, self.clock() - self.started), s.done + s.skipped
+        left = duration(elapsed / handled * (self.total - handled)) if s.done else "?"
+        pct = 100.0 * handled / self.total if self.total else 100.0
+        others = f" ({s.skipped} by other drivers)" if s.skipped else ""
         return (
-            f"progress: {s.done}/{self.total} episodes ({pct:.0f} %), {s.calls:,} calls, "
+            f"progress: {handled}/{self.total} episodes ({pct:.0f} %){others}, {s.calls:,} calls, "
             f"{per_second(s.tokens, elapsed)} tokens/s, {self.cache_hits():,} cache hits, acc {s.accuracy:.3f}, "
             f"{duration(elapsed)} elapsed, ETA {left}"
         )

@@ -245,7 +245,7 @@ def _run_episodes(
 
         def show(s: RunStats) -> None:
             tps = s.tokens / max(1e-9, time.monotonic() - t0)
-            bar.update(task_id, completed=s.done, acc=s.accuracy, tps=tps, hits=hits())
+            bar.update(task_id, completed=s.done + s.skipped, acc=s.accuracy, tps=tps, hits=hits())
             if lines is not None:
                 lines(s)
 

@@ -6,6 +6,7 @@ what decides a model's outputs and drops what does not (replicas, resources, pri
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from actors.base import ChatRequest, Completion, Message
-from debate.spec import canonical_json, hash_text
+from debate.spec import canonical_json, hash_text, part_json
 from sweep.cache import CachedBackend, CallCache, request_key
 from sweep.config import ModelSpec, model_identity
 
@@ -150,3 +151,13 @@ def test_a_rerun_with_changed_model_args_runs_the_engine_again(tmp_path: Path) -
     backend = CachedBackend(engine, CallCache(moved), model_identity("m", spec(args={"skill": 0.9})))
     asyncio.run(backend.generate([BASE]))
     assert engine.requests == 2
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.floats() | st.none() | st.integers() | st.text(max_size=8) | st.booleans())
+def test_part_json_writes_every_scalar_as_the_canonical_encoder_does(value: Any) -> None:
+    """Keys and seeds write sampling values and seed parts through `part_json`'s shortcuts; NaN,
+    infinities, -0.0 and bools included, the bytes are `canonical_json`'s."""
+    assert part_json(value) == canonical_json(value)
+    for special in (math.nan, math.inf, -math.inf, -0.0, 5e-324, 1e300, True, False, None):
+        assert part_json(special) == canonical_json(special)

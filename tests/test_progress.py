@@ -36,6 +36,17 @@ def test_a_line_every_interval_with_rate_and_eta() -> None:
     ]
 
 
+def test_episodes_other_drivers_claimed_count_as_handled_and_are_named() -> None:
+    buf, clock = io.StringIO(), Clock()
+    lines = ProgressLines(Console(file=buf, width=300), total=100, every_s=30, clock=clock)
+    clock.t += 20
+    lines(RunStats(total=100, done=30, skipped=20, correct=15, tokens=20_000, calls=150))
+    assert buf.getvalue().splitlines() == [
+        "progress: 50/100 episodes (50 %) (20 by other drivers), 150 calls, 1,000 tokens/s, 0 cache hits, "
+        "acc 0.500, 20s elapsed, ETA 20s"
+    ]
+
+
 def test_durations_read_as_people_write_them() -> None:
     assert [duration(s) for s in (5, 65, 3725)] == ["5s", "1m05s", "1h02m"]
 
