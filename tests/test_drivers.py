@@ -14,36 +14,24 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from rich.console import Console
 
 from sweep.cli import main
 from sweep.config import load_config
 from sweep.drivers import LocalWorkers
 from tests.conftest import sweep_cmd
-from tests.test_in_process import tables
+from tests.test_in_process import config_file, tables
 
 
 def write_config(tmp_path: Path, name: str, latency_s: float, limit: int, **extra: Any) -> Path:
-    cfg = {
-        "name": "drivers",
-        "output_dir": str(tmp_path / name),
-        "models": {
-            "strong": {"engine": "simulated", "args": {"skill": 0.8, "latency_s": latency_s}},
-            "weak": {"engine": "simulated", "args": {"skill": 0.4, "malformed_rate": 0.1, "latency_s": latency_s}},
-        },
-        "agents": ["strong", {"model": "weak", "count": 2}],
-        "datasets": [{"name": "arith", "limit": limit}],
-        "methods": ["cot", {"name": "fixed", "args": {"topology": "clique"}}],
-        "rounds": 2,
-        "seeds": [0, 1],
-        "tracking": {"enabled": False},
-        "concurrency": 2,
-        **extra,
+    """`test_in_process`'s small sweep with cot and clique only, and `latency_s` per engine batch."""
+    models = {
+        "strong": {"engine": "simulated", "args": {"skill": 0.8, "latency_s": latency_s}},
+        "weak": {"engine": "simulated", "args": {"skill": 0.4, "malformed_rate": 0.1, "latency_s": latency_s}},
     }
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
+    methods = ["cot", {"name": "fixed", "args": {"topology": "clique"}}]
+    settings = {"models": models, "methods": methods, "concurrency": 2}
+    return config_file(tmp_path, name, **{**settings, "datasets": [{"name": "arith", "limit": limit}], **extra})
 
 
 def processes_mentioning(marker: str) -> list[int]:

@@ -25,6 +25,11 @@ TIMING = ("latency_s", "finished_at")  # the only columns allowed to differ betw
 
 
 def config(tmp_path: Path, name: str, **extra: Any) -> Any:
+    return load_config(config_file(tmp_path, name, **extra))
+
+
+def config_file(tmp_path: Path, name: str, **extra: Any) -> Path:
+    """`tmp_path/NAME.yaml`: a small simulated sweep into `tmp_path/NAME`; `extra` replaces top-level keys."""
     cfg = {
         "name": "t",
         "output_dir": str(tmp_path / name),
@@ -43,7 +48,7 @@ def config(tmp_path: Path, name: str, **extra: Any) -> Any:
     }
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(cfg))
-    return load_config(path)
+    return path
 
 
 def tables(out: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
