@@ -51,6 +51,7 @@ import numpy as np
 from actors.base import ChatRequest, Completion, Timer
 from actors.registry import backend
 from actors.sim_hints import Hints
+from actors.sim_seed import seeded
 from actors.sim_text import elaborate, payload, render, same
 
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -179,7 +180,9 @@ class SimulatedBackend:
     def _complete(self, req: ChatRequest) -> Completion:
         h = Hints.read(req.hints)
         seed = int(req.seed or 0) & (2**64 - 1)  # negative or oversized seeds still seed
-        rng = np.random.default_rng([seed, self._model_key, stable_hash(h.item, h.agent, h.round, h.phase)])
+        # `seeded` is `np.random.default_rng` at half the cost; its generator is reused by the next
+        # call, so the elaboration below (used while `rng` still is) seeds its own with numpy.
+        rng = seeded([seed, self._model_key, stable_hash(h.item, h.agent, h.round, h.phase)])
         fields = self._decide(rng, h)
         if self.verbosity > 0 and "reasoning" in fields:  # its own stream: the same answers, longer
             fields["reasoning"] = elaborate(np.random.default_rng([seed, self._model_key, 0x7E5B]), fields["reasoning"], self.verbosity)
