@@ -38,6 +38,7 @@ _FIELDS = [f.name for f in dataclasses.fields(Completion)]
 LOCK_TIMEOUT_S = 30.0  # how long sqlite waits for another connection's lock before it gives up
 _SEEN_BITS = 1 << 26  # 8 MiB: ~2 % of lookups still query at a million keys
 SYNC_S = 1.0  # how often lookups read the keys others committed
+WAL_PAGES = 10_000  # the writer's WAL auto-checkpoint, in pages (4 KiB each)
 _str = json.encoder.encode_basestring_ascii  # what the canonical encoder does with a str
 
 
@@ -172,6 +173,10 @@ class CallCache:
     def _write_loop(self) -> None:
         # Its own connection in the default isolation level: `with db:` is one transaction.
         db = _connect(self.path, isolation_level="DEFERRED")
+        # Checkpoint the WAL every WAL_PAGES pages rather than sqlite's 1,000: fewer copies back into
+        # the file (a one-off run of 130k puts: 23.8-25.8 -> 22.9 us of this thread's CPU a row). The
+        # WAL grows to ~40 MB before a checkpoint; the last connection to close removes it.
+        db.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
         try:
             stop = False
             while not stop:
