@@ -7,7 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from actors.frozen import quick_init
 
+
+@quick_init
 @dataclass(frozen=True)
 class Message:
     """One chat message."""
@@ -16,6 +19,7 @@ class Message:
     content: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class ChatRequest:
     """One chat completion request.
@@ -42,6 +46,7 @@ class ChatRequest:
         }
 
 
+@quick_init
 @dataclass(frozen=True)
 class Completion:
     """One completion, every count as the engine reported it."""

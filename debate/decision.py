@@ -22,11 +22,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from actors.frozen import quick_init
 from debate.graph import Graph
 
 MAX_RECORD_JSON_CHARS = 200_000  # a record stored in Parquet is cut off here (a policy's observation)
 
 
+@quick_init
 @dataclass(frozen=True)
 class Decision:
     """One round's routing decision. `active=None` means every agent speaks."""

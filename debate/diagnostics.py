@@ -46,12 +46,14 @@ from typing import Any
 
 import numpy as np
 
+from actors.frozen import quick_init
 from debate.influence import InfluenceRule, influence_history, rule_of
 from debate.state import DebateState, View
 from debate.trajectory import EpisodeResult
 from debate.vote import plurality_share
 
 
+@quick_init
 @dataclass(frozen=True)
 class RoundDiagnostics:
     """One round of one episode (a row of the `rounds/` table, less its episode id)."""

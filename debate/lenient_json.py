@@ -13,18 +13,22 @@ import re
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from actors.frozen import quick_init
+
 MAX_DEPTH = 64  # deeper nesting is not a reply worth reading: it just fails to parse
 _MAX_QUOTES = 64  # later quotes tried as the real end of a string with an unescaped quote inside
 _MAX_STEPS = 30_000  # tokens read over all attempts on one text (a real reply has well under 2k), ~0.1 s
 ANSWER_KEYS = ("answer", "final_answer")
 
 
+@quick_init
 @dataclass(frozen=True)
 class Str:
     body: str  # between the quotes with escapes not yet decoded, or a bare value as written
     quoted: bool = True
 
 
+@quick_init
 @dataclass(frozen=True)
 class Num:
     text: str  # the token as written, so "18.0" stays "18.0"

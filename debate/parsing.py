@@ -12,6 +12,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from actors.frozen import quick_init
 from debate.lenient_json import ANSWER_KEYS, MAX_DEPTH, Num, Str, Value, find_object, unescape
 
 _MAX_BOXED = 16  # `\boxed{` occurrences tried, from the last one back
@@ -22,6 +23,7 @@ _KNOWN_KEYS = frozenset(ANSWER_KEYS + _CONFIDENCE_KEYS + _REASONING_KEYS)
 _NO_ANSWER = frozenset({"", "null", "none", "n/a"})
 
 
+@quick_init
 @dataclass(frozen=True)
 class Reply:
     """What one reply says. `answer` is the text as written (stripped, not canonicalised: graders do

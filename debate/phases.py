@@ -16,12 +16,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from actors.base import Message
+from actors.frozen import quick_init
 from data.types import Sample
 from debate import prompts
 from debate.decision import Decision
 from debate.state import DebateState, Turn, View
 
 
+@quick_init
 @dataclass(frozen=True)
 class Call:
     """One pending agent call of a round."""

@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from actors.frozen import quick_init
 from debate.decision import Decision
 from debate.graph import Graph
 
 NEUTRAL_CONFIDENCE = 3  # used where a reply gave no confidence: neither trusted nor discounted
 
 
+@quick_init
 @dataclass(frozen=True)
 class Turn:
     """One model call of one agent: what it saw, what it wrote, what it cost (counts from the engine)."""
@@ -35,6 +37,7 @@ class Turn:
     extra: dict[str, Any] = field(default_factory=dict)  # protocol-specific (e.g. ACCEPT/REJECT verdicts)
 
 
+@quick_init
 @dataclass(frozen=True)
 class View:
     """ξ_i^r: what agent i exposes to the others at the end of round r."""
@@ -44,6 +47,7 @@ class View:
     reasoning: str
 
 
+@quick_init
 @dataclass(frozen=True)
 class DebateState:
     """Everything routers may look at: each finished round's views, turns and routing decision.

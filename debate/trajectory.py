@@ -8,10 +8,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from actors.frozen import quick_init
 from debate.decision import Decision
 from debate.state import DebateState, Turn
 
 
+@quick_init
 @dataclass(frozen=True)
 class RoundRecord:
     """One round of one episode, round 0 (independent answers) included."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from actors.frozen import quick_init
 from sweep import cache
 
 if TYPE_CHECKING:
@@ -98,6 +99,7 @@ def is_disk_full(e: BaseException | None) -> bool:
     return False
 
 
+@quick_init
 @dataclass(frozen=True)
 class Entry:
     """One finished episode's checked rows (episode, turns, rounds), waiting to be written."""
