@@ -8,9 +8,11 @@ episodes in flight, never one coroutine per episode of the sweep."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import time
 import traceback
-from collections.abc import Callable, Iterable, Mapping, Sized
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field
 
 from data.graders import grader_for
@@ -19,6 +21,33 @@ from debate.episode import Agent, EpisodeResult, run_episode
 from sweep.plan import EpisodeTask
 
 OnEpisode = Callable[[EpisodeTask, EpisodeResult, Diagnostics], None]
+
+# The cyclic GC's thresholds while episodes run. At CPython's (700, 10, 10) a simulated sweep spent
+# ~7 % of its time collecting (gc callbacks: 1.96 s of a 28 s, 400-item run; 0.45 s with these):
+# every call allocates many short-lived containers, and a full collection walked every object the
+# imports made. Few of the episode's objects form cycles, so collecting less often holds little more.
+EPISODE_GC_THRESHOLD = (10_000, 10, 10)
+_tuned = 0  # run_tasks calls in progress (a study may run several at once)
+_untuned = gc.get_threshold()  # the thresholds to go back to: those before the first one came in
+
+
+@contextlib.contextmanager
+def fewer_collections() -> Iterator[None]:
+    """While inside: what exists now is frozen out of the GC's view (modules, plan, config: never
+    garbage) and collections run at `EPISODE_GC_THRESHOLD`; both undone when the last one leaves."""
+    global _tuned, _untuned
+    if _tuned == 0:
+        _untuned = gc.get_threshold()
+        gc.freeze()
+        gc.set_threshold(*EPISODE_GC_THRESHOLD)
+    _tuned += 1
+    try:
+        yield
+    finally:
+        _tuned -= 1
+        if _tuned == 0:
+            gc.set_threshold(*_untuned)
+            gc.unfreeze()
 
 
 class FatalError(RuntimeError):
@@ -99,6 +128,7 @@ async def run_tasks(
             record(task, result, diagnostics)
 
     started = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    with fewer_collections():
+        await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
     stats.wall_s = time.perf_counter() - started
     return stats
