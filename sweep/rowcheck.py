@@ -67,8 +67,18 @@ def _is_time(v: Any) -> bool:
     return isinstance(v, datetime)
 
 
-def _list_check(item: Check) -> Check:
+def _list_check(item: Check, fast: tuple[type | None, int, int]) -> Check:
+    kind, lo, hi = fast
+    only = {kind}
+
     def check(v: Any) -> bool:
+        # The common case without a call per item: a list of the item type's plain values (ASCII
+        # strs, ints in range, floats, bools) always fits.
+        if type(v) is list and kind is not None and set(map(type, v)) <= only:
+            if kind is int:
+                return not v or (lo <= min(v) and max(v) <= hi)
+            if kind is not str or "".join(v).isascii():
+                return True
         if not isinstance(v, list | tuple | np.ndarray):
             return False
         return all(x is None or item(x) for x in v)  # list items are nullable in every schema here
@@ -89,7 +99,7 @@ def checker(type_: pa.DataType) -> Check:
     if pa.types.is_timestamp(type_):
         return _is_time
     if pa.types.is_list(type_):
-        return _list_check(checker(type_.value_type))
+        return _list_check(checker(type_.value_type), _fast(type_.value_type))
     raise TypeError(f"no row check for Arrow type {type_}")
 
 

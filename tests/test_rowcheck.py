@@ -9,8 +9,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from sweep.rowcheck import RowCheck
+from sweep.rowcheck import RowCheck, checker
 from sweep.schema import EPISODE_SCHEMA, ROUND_SCHEMA, TURN_SCHEMA
 
 TYPES = [
@@ -29,6 +31,8 @@ VALUES: list[Any] = [
     "x", "é", "a\ud800b", b"abc", b"\xff", 0, -3, 2**31 - 1, 2**31, -(2**31) - 1, 2**63, 1.0, 1.5, float("nan"),
     True, False, np.int64(7), np.int32(2**30), np.float64(2.5), np.float32(3.0), np.bool_(True),
     datetime.now(UTC), [1, 2], (1, None), [], ["a", "b"], [True], [1.5], ["a", 1], {"k": 1}, object(),
+    [2**31], [-(2**31) - 1], [2**63], [True, 1], [1, True], ["é"], ["a\ud800"], [1.5, 2], [np.int64(3)],
+    [None, 1], [float("nan")], [False, None], [b"x"], [[1]],
 ]  # fmt: skip
 
 
@@ -56,10 +60,20 @@ def test_every_value_pyarrow_refuses_is_refused(type_: pa.DataType) -> None:
 
 @pytest.mark.parametrize(
     ("type_", "v"),
-    [(pa.string(), "x"), (pa.string(), "é"), (pa.int32(), np.int64(7)), (pa.int32(), 2**31 - 1),
-     (pa.int64(), 2**62), (pa.float64(), 3), (pa.float64(), np.float32(3.0)), (pa.bool_(), np.bool_(False)),
-     (pa.list_(pa.int32()), (1, None)), (pa.list_(pa.int32()), np.array([1, 2])), (pa.list_(pa.string()), []),
-     (pa.timestamp("us", tz="UTC"), datetime.now(UTC))],  # fmt: skip
+    [
+        (pa.string(), "x"),
+        (pa.string(), "é"),
+        (pa.int32(), np.int64(7)),
+        (pa.int32(), 2**31 - 1),
+        (pa.int64(), 2**62),
+        (pa.float64(), 3),
+        (pa.float64(), np.float32(3.0)),
+        (pa.bool_(), np.bool_(False)),
+        (pa.list_(pa.int32()), (1, None)),
+        (pa.list_(pa.int32()), np.array([1, 2])),
+        (pa.list_(pa.string()), []),
+        (pa.timestamp("us", tz="UTC"), datetime.now(UTC)),
+    ],  # fmt: skip
 )
 def test_what_pyarrow_stores_passes(type_: pa.DataType, v: Any) -> None:
     assert _pyarrow_takes(type_, v)
@@ -67,7 +81,9 @@ def test_what_pyarrow_stores_passes(type_: pa.DataType, v: Any) -> None:
 
 
 def test_nulls_and_unknown_columns() -> None:
-    check = RowCheck(pa.schema([pa.field("a", pa.int32(), nullable=False), pa.field("b", pa.string())]), "turn")
+    check = RowCheck(
+        pa.schema([pa.field("a", pa.int32(), nullable=False), pa.field("b", pa.string())]), "turn"
+    )
     check([{"a": 1}, {"a": 2, "b": None}])
     with pytest.raises(ValueError, match="turn column 'a' is missing or null"):
         check([{"a": 1}, {"b": "x"}])
@@ -83,3 +99,33 @@ def test_a_lone_surrogate_names_its_column() -> None:
 def test_the_contract_schemas_are_all_checkable() -> None:
     for schema in (EPISODE_SCHEMA, TURN_SCHEMA, ROUND_SCHEMA):
         RowCheck(schema, "x")  # raises TypeError for a column type it has no check for
+
+
+LIST_ITEMS = st.one_of(
+    st.integers(-(2**64), 2**64), st.text(max_size=4), st.booleans(), st.floats(), st.none(),
+    st.binary(max_size=2), st.just(np.int64(5)),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from([pa.int32(), pa.int64(), pa.string(), pa.bool_(), pa.float64()]),
+    st.lists(LIST_ITEMS, max_size=5),
+)
+def test_a_list_is_judged_as_its_items_are(item_type: pa.DataType, items: list[Any]) -> None:
+    # The list check's shortcut (a list of plain values of the item type) decides as checking
+    # every item would.
+    list_check, item_check = checker(pa.list_(item_type)), checker(item_type)
+
+    def one_by_one() -> bool:
+        return all(x is None or item_check(x) for x in items)
+
+    try:
+        expected: bool | type[Exception] = one_by_one()
+    except UnicodeEncodeError:
+        expected = UnicodeEncodeError
+    try:
+        got: bool | type[Exception] = list_check(items)
+    except UnicodeEncodeError:
+        got = UnicodeEncodeError
+    assert got == expected
