@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import pickle
 from typing import Any
 
 import pytest
@@ -69,6 +70,12 @@ def test_the_same_object_as_dataclasses_builds(cls: type) -> None:
             assert getattr(a, f.name) is not getattr(cls(**least), f.name) or getattr(a, f.name) == ()
     with pytest.raises(dataclasses.FrozenInstanceError):
         a.__setattr__(fields[0].name, 1)
+    # Ray ships requests and completions by pickle; replace() builds through the new __init__.
+    plain = cls(**{f.name: i for i, f in enumerate(fields)})
+    assert pickle.loads(pickle.dumps(plain)) == plain
+    assert dataclasses.replace(plain, **{fields[0].name: -1}) == original(
+        cls, **{f.name: -1 if f is fields[0] else i for i, f in enumerate(fields)}
+    )
     if required:
         with pytest.raises(TypeError):
             cls()
