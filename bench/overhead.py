@@ -41,7 +41,7 @@ from actors.registry import build_backend  # noqa: E402
 from sweep.config import SweepConfig, load_config  # noqa: E402
 from sweep.plan import build_plan  # noqa: E402
 from sweep.pool import build_agents  # noqa: E402
-from sweep.scheduler import run_one, run_tasks  # noqa: E402
+from sweep.scheduler import fewer_collections, run_one, run_tasks  # noqa: E402
 
 
 class Taped:
@@ -96,9 +96,10 @@ def layers(cfg: SweepConfig, out: Path, ray: bool, drivers: int) -> list[tuple[s
 
     async def sequential() -> int:
         agents, calls = build_agents(specs, engines(cfg), None), 0
-        for t in plan.tasks:
-            result, _ = await run_one(t, agents)
-            calls += result.calls
+        with fewer_collections():  # the scheduler's GC settings, so the two layers differ only in scheduling
+            for t in plan.tasks:
+                result, _ = await run_one(t, agents)
+                calls += result.calls
         return calls
 
     def scheduled(record: Any, agents: Any) -> int:
