@@ -53,7 +53,6 @@ def warn(message: str) -> None:
 
 
 MIN_FREE_BYTES = 256 * 1024  # below this, no new episode starts: its results would not fit
-SPACE_LOOK_S = 0.25  # how often free space is read as episodes start; a write that fails still stops the run
 
 
 class DiskFull(OSError):

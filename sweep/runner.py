@@ -29,7 +29,7 @@ from sweep.pool import EnginePool
 from sweep.preflight import TrackingFailed, preflight
 from sweep.progress import ProgressLines, per_second, seconds_since_start
 from sweep.records import Recorder
-from sweep.repair import MIN_FREE_BYTES, SPACE_LOOK_S, DiskFull, free_bytes, is_disk_full
+from sweep.repair import MIN_FREE_BYTES, DiskFull, free_bytes, is_disk_full
 from sweep.results import BufferedWriter, ResultStore
 from sweep.run_summary import summarize
 from sweep.scheduler import RunStats, run_tasks
@@ -275,14 +275,11 @@ class SpaceGate:
     def __init__(self, out_dir: Path, claims: Claims) -> None:
         self.out_dir, self.claims = out_dir, claims
         self.full: str | None = None
-        self._next_look = 0.0  # statvfs at most every SPACE_LOOK_S: ~45 us an episode in a profile
 
     def __call__(self, task: Any) -> bool:
-        if self.full is None and (now := time.monotonic()) >= self._next_look:
-            self._next_look = now + SPACE_LOOK_S
-            free = free_bytes(self.out_dir)
-            if free is not None and free < MIN_FREE_BYTES:
-                self.full = f"{free // 1024} KB free, no new episode started"
+        free = free_bytes(self.out_dir)
+        if self.full is None and free is not None and free < MIN_FREE_BYTES:
+            self.full = f"{free // 1024} KB free, no new episode started"
         if self.full is not None:
             return False
         try:
