@@ -39,9 +39,21 @@ def part_json(value: Any) -> str:
     return _CANONICAL.encode(value)
 
 
+_GIL_FREE = 2048  # hashlib releases the GIL while it hashes this many bytes or more at once
+
+
 def hash_text(text: str, length: int = 16) -> str:
     """The digest `stable_hash` takes of an already canonical JSON text."""
-    return hashlib.blake2b(text.encode(), digest_size=32).hexdigest()[:length]
+    data = text.encode()
+    if len(data) < _GIL_FREE:
+        return hashlib.blake2b(data, digest_size=32).hexdigest()[:length]
+    # Fed in pieces that keep the GIL (the same digest): a cache key hashes a whole prompt (~2.5 KB)
+    # on the event loop's thread, and each release there let a writer thread take the GIL, the loop
+    # waiting to get it back (13 -> 35 us a key beside a busy thread; 19 us in pieces).
+    h, view = hashlib.blake2b(digest_size=32), memoryview(data)
+    for i in range(0, len(data), _GIL_FREE - 1):
+        h.update(view[i : i + _GIL_FREE - 1])
+    return h.hexdigest()[:length]
 
 
 def stable_hash(value: Any, length: int = 16) -> str:

@@ -227,3 +227,22 @@ def test_sweep_run_stops_in_one_line_when_the_cache_stays_locked(
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: call cache ") and "database is locked" in err[-1] and "rerun" in err[-1]
     assert not list(out.glob("*.corrupt-*")) and (out / "llm_cache.sqlite").exists()  # in use, not corrupt: left be
+
+
+@pytest.mark.parametrize("count", [1, 127, 128, 129, 300])
+def test_every_row_of_a_batch_is_committed_the_first_of_a_key_kept(tmp_path: Path, count: int) -> None:
+    """Rows go in many to a statement: every one of a batch that is not a whole number of
+    statements lands, a key repeated in the batch keeps its first completion (INSERT OR IGNORE), and a
+    fresh instance reads them all from the file."""
+    path = tmp_path / "c.sqlite"
+    rows = [(f"k{i}", Completion(f"reply {i}", i, 1)) for i in range(count)]
+    with CallCache(path) as cache:
+        cache.put_many(rows + [("k0", Completion("a later reply", 0, 1))])
+    reread = CallCache(path)
+    try:
+        assert len(reread) == count
+        keys = [k for k, _ in rows]
+        reread._synced_at = float("-inf")  # read every committed key now
+        assert reread.get_many(keys) == dict(rows)
+    finally:
+        reread.close()

@@ -161,3 +161,15 @@ def test_part_json_writes_every_scalar_as_the_canonical_encoder_does(value: Any)
     assert part_json(value) == canonical_json(value)
     for special in (math.nan, math.inf, -math.inf, -0.0, 5e-324, 1e300, True, False, None):
         assert part_json(special) == canonical_json(special)
+
+
+@settings(max_examples=200, deadline=None)
+@given(head=st.text(max_size=40), size=st.sampled_from([0, 1, 2046, 2047, 2048, 2049, 4093, 4094, 4095, 4096, 9000]))
+def test_hash_text_fed_in_pieces_is_the_one_shot_digest(head: str, size: int) -> None:
+    """Long texts are hashed in pieces that keep the GIL; the digest is BLAKE2b-256 of the whole
+    UTF-8 text, whatever the length around the piece size (multi-byte characters included)."""
+    import hashlib
+
+    text = head + "é" * (size // 2) + "x" * (size - size // 2)
+    for length in (16, 32, 64):
+        assert hash_text(text, length) == hashlib.blake2b(text.encode(), digest_size=32).hexdigest()[:length]
