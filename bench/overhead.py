@@ -80,7 +80,7 @@ def layers(cfg: SweepConfig, out: Path, ray: bool, drivers: int) -> list[tuple[s
     from sweep.cache import CallCache
     from sweep.records import Recorder
     from sweep.results import BufferedWriter, ResultStore
-    from sweep.runner import PART_EPISODES
+    from sweep.runner import PART_EPISODES, PART_TURNS
 
     pa.array([0])  # pyarrow imports pandas on its first array (~2 s here): a start-up cost, not a per-call one
     plan = build_plan(cfg)
@@ -111,7 +111,7 @@ def layers(cfg: SweepConfig, out: Path, ray: bool, drivers: int) -> list[tuple[s
         store = ResultStore(d)
         calls_cache = CallCache(d / "llm_cache.sqlite") if cache else None
         try:
-            with BufferedWriter(store, PART_EPISODES, background=True) as writer:  # as `sweep run` writes
+            with BufferedWriter(store, PART_EPISODES, background=True, max_turns=PART_TURNS) as writer:  # as `sweep run` writes
                 return scheduled(Recorder(writer, "bench", set(specs)), build_agents(specs, backends, calls_cache))
         finally:
             if calls_cache is not None:

@@ -69,7 +69,8 @@ class PartWriter:
 
 class BufferedWriter:
     """Buffers finished episodes and appends them to a `ResultStore` as one part once `max_episodes`
-    are waiting or the oldest has waited `max_seconds` (checked on `add` and `flush_if_due`).
+    are waiting, or `max_turns` turn rows (None: no such bound), or the oldest has waited `max_seconds`
+    (checked on `add` and `flush_if_due`).
 
     Each episode's rows are checked when added (`sweep.rowcheck`): a bad episode is not buffered; it lands in `failed`
     (id and reason) and `add` returns False. A part that fails to write is retried one episode per
@@ -87,13 +88,16 @@ class BufferedWriter:
         max_seconds: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
         background: bool = False,
+        max_turns: int | None = None,
     ) -> None:
-        if max_episodes < 1:
-            raise ValueError("max_episodes must be >= 1")
+        if max_episodes < 1 or (max_turns is not None and max_turns < 1):
+            raise ValueError("max_episodes and max_turns must be >= 1")
         self._worker = PartWriter() if background else None
         self.store = store
         self.max_episodes = max_episodes
         self.max_seconds = max_seconds
+        self.max_turns = max_turns
+        self._turns = 0  # turn rows buffered
         self._clock = clock
         self._entries: list[Entry] = []
         self.failed: list[str] = []  # "episode_id: reason" of every episode that could not be stored
@@ -126,7 +130,9 @@ class BufferedWriter:
             if self._since is None:
                 self._since = self._clock()
             self._entries.append(Entry(eid, episode_row, turns, rounds))
-            if len(self._entries) >= self.max_episodes or self._due():
+            self._turns += len(turns)
+            full = self.max_turns is not None and self._turns >= self.max_turns
+            if full or len(self._entries) >= self.max_episodes or self._due():
                 self._flush()
         return True
 
@@ -149,7 +155,7 @@ class BufferedWriter:
                 self._worker.wait()
 
     def _flush(self) -> None:
-        entries, self._entries, self._since = self._entries, [], None
+        entries, self._entries, self._since, self._turns = self._entries, [], None, 0
         if entries:
             # Cleared first: whatever happens below, no episode is written twice by a later flush.
             if self._worker is not None:

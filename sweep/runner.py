@@ -36,10 +36,11 @@ from sweep.scheduler import RunStats, run_tasks
 
 CONFIG_FILE = "config.resolved.yaml"  # the sweep as run, in its output dir (workers read it)
 WAIT_POLL_S = 1.0  # how often an owner looks whether its workers' episodes are stored
-# Episodes per Parquet part (or 5 s, whichever comes first). Each part costs three files, six fsyncs
-# and the writers' set-up: at 64 episodes the part writer thread took ~10 % of a driver's CPU at the
-# simulated engine's pace, at 256 a third of that (its thread's CPU in /proc, a 400-item sweep).
-PART_EPISODES = 256
+# A Parquet part is written at 256 episodes, 4,096 turns or 5 s, whichever comes first. Each part costs
+# three files, six fsyncs and the writers' set-up: at 64 episodes the part writer thread took twice the
+# CPU per call it takes at 256 (`bench/threads.py`). The turn bound keeps long episodes' buffers small:
+# 256 PEAR episodes a part took the 10k PEAR example from 401 to 482 MB (`bench/memory.py`).
+PART_EPISODES, PART_TURNS = 256, 4096
 
 
 @dataclass
@@ -231,7 +232,7 @@ def _run_episodes(
     with (
         EnginePool(cfg, used, address, console, warm_math=math) as pool,
         Progress(*columns, console=console, transient=False, refresh_per_second=4) as bar,
-        BufferedWriter(store, PART_EPISODES, background=True) as writer,
+        BufferedWriter(store, PART_EPISODES, background=True, max_turns=PART_TURNS) as writer,
         contextlib.ExitStack() as stack,
     ):
         task_id = bar.add_task("episodes", total=n_todo, acc=0.0, tps=0.0, hits=0)

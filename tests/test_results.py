@@ -229,6 +229,23 @@ def test_buffered_writer_flushes_by_count(tmp_path: Path) -> None:
         writer.add(episode("late"), [])
 
 
+def test_buffered_writer_flushes_by_turn_rows(tmp_path: Path) -> None:
+    """Long episodes make a part before `max_episodes` do: at `max_turns` buffered turn rows."""
+    store = ResultStore(tmp_path)
+    writer = BufferedWriter(store, max_episodes=100, max_seconds=1e9, clock=FakeClock(), max_turns=5)
+    writer.add(episode("e0"), turns_for("e0"))
+    writer.add(episode("e1"), turns_for("e1"))  # 4 turn rows buffered
+    assert parts(tmp_path) == 0 and len(writer) == 2
+    writer.add(episode("e2"), turns_for("e2"))  # 6: a part
+    assert parts(tmp_path) == 1 and len(writer) == 0
+    writer.add(episode("e3"), turns_for("e3"))  # the count starts again
+    assert parts(tmp_path) == 1 and len(writer) == 1
+    writer.close()
+    assert store.done_ids() == {"e0", "e1", "e2", "e3"} and store.turns().height == 8
+    with pytest.raises(ValueError, match="max_turns"):
+        BufferedWriter(store, max_turns=0)
+
+
 def test_buffered_writer_flushes_by_time(tmp_path: Path) -> None:
     store = ResultStore(tmp_path)
     clock = FakeClock()
