@@ -119,8 +119,9 @@ def driver(
     os.dup2(fd, 2)
     sweep.runner.EnginePool = LocalPool  # type: ignore[misc]
     # Small parts, written often: more moments to be killed in the middle of one.
+    sweep.runner.PART_EPISODES = 8
     sweep.runner.BufferedWriter = functools.partial(  # type: ignore[misc]
-        sweep.results.BufferedWriter, max_episodes=8, max_seconds=0.3
+        sweep.results.BufferedWriter, max_seconds=0.3
     )
     if stop is not None:
         _stop_at(*stop)
