@@ -49,7 +49,7 @@ def hash_text(text: str, length: int = 16) -> str:
         return hashlib.blake2b(data, digest_size=32).hexdigest()[:length]
     # Fed in pieces that keep the GIL (the same digest): a cache key hashes a whole prompt (~2.5 KB)
     # on the event loop's thread, and each release there let a writer thread take the GIL, the loop
-    # waiting to get it back (13 -> 35 us a key beside a busy thread; 19 us in pieces).
+    # waiting to get it back (`bench/gil_release.py`).
     h, view = hashlib.blake2b(digest_size=32), memoryview(data)
     for i in range(0, len(data), _GIL_FREE - 1):
         h.update(view[i : i + _GIL_FREE - 1])

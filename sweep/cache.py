@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from actors.base import Backend, ChatRequest, Completion
-from sweep.cache_keys import KeyMaker, request_key  # noqa: F401 - request_key: the cache's key, re-exported
+from sweep.cache_keys import KeyMaker
 from sweep.interrupt import next_item
 from sweep.sanitize import clean_completion
 
@@ -51,9 +51,8 @@ def _insert_sql(rows: int) -> str:
 
 def _insert(db: sqlite3.Connection, rows: Sequence[tuple[str, str]]) -> None:
     """INSERT OR IGNORE `rows`, many per statement. `executemany` steps once per row and releases
-    the GIL at every step: on a thread beside a busy event loop each row then waited for the GIL to
-    come back (37 against 5 µs of the writer's CPU per row, ~1.5 ms of wall, beside a spinning
-    thread); one statement per 128 rows releases it once per statement."""
+    the GIL at every step: beside a busy event loop each row then waited for the GIL to come back;
+    one statement per 128 rows releases it once per statement (`bench/gil_release.py`)."""
     for i in range(0, len(rows), _ROWS_PER_INSERT):
         chunk = rows[i : i + _ROWS_PER_INSERT]
         db.execute(_insert_sql(len(chunk)), [v for row in chunk for v in row])

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from actors.base import ChatRequest, Completion, Message
-from sweep.cache import CacheBusy, CachedBackend, CallCache, request_key
+from sweep.cache import CacheBusy, CachedBackend, CallCache
+from sweep.cache_keys import request_key
 
 
 class Counting:

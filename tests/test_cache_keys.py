@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from actors.base import ChatRequest, Completion, Message
 from debate.spec import canonical_json, hash_text, part_json
-from sweep.cache import CachedBackend, CallCache, request_key
+from sweep.cache import CachedBackend, CallCache
+from sweep.cache_keys import request_key
 from sweep.config import ModelSpec, model_identity
 
 BASE = ChatRequest(
