@@ -17,11 +17,11 @@ from rich.table import Table
 from sweep import data_cli, interrupt, listing
 from sweep.cache import CacheBusy
 from sweep.config import ConfigError, SweepConfig, load_config
-from sweep.ownership import DirLock
 from sweep.preflight import TrackingFailed, Unreachable, preflight
 from sweep.repair import DiskFull
 from sweep.report import cli as report_cli
 from sweep.study import cli as study_cli
+from sweep.targets import own_dir
 from sweep.train import cli as train_cli
 from sweep.view import cli as view_cli
 
@@ -185,8 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         check_drivers(cfg, args.drivers, args.address)
         preflight(cfg, args.tracking_uri, args.address)
-        lock = DirLock.for_output(Path(cfg.output_dir).resolve(), cfg.identity())
-        lock.acquire(args.join)
+        lock = own_dir(Path(cfg.output_dir).resolve(), "sweep", cfg.identity(), join=args.join)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)  # plain print: one line, never wrapped
         return 2

@@ -86,8 +86,8 @@ class DirLock:
     """`lock = DirLock(path, what, sweep_id)`; `lock.acquire(join)` returns "owner" or "worker" (or
     raises `OutputBusy`); `lock.release()` lets go. `what` names the thing in messages."""
 
-    def __init__(self, path: Path, what: str, sweep_id: str = "") -> None:
-        self.path, self.what, self.sweep_id = Path(path), what, sweep_id
+    def __init__(self, path: Path, what: str, sweep_id: str = "", fix: str | None = None) -> None:
+        self.path, self.what, self.sweep_id, self.fix = Path(path), what, sweep_id, fix
         self.role: str | None = None
         self.acquired_at = 0.0
         self.workers_alive_at_start = False
@@ -96,8 +96,8 @@ class DirLock:
         self._stop = threading.Event()
 
     @classmethod
-    def for_output(cls, out_dir: Path, sweep_id: str = "") -> DirLock:
-        return cls(Path(out_dir) / LOCK_FILE, f"output_dir {Path(out_dir)}", sweep_id)
+    def for_output(cls, out_dir: Path, sweep_id: str = "", fix: str | None = None) -> DirLock:
+        return cls(Path(out_dir) / LOCK_FILE, f"output_dir {Path(out_dir)}", sweep_id, fix)
 
     def acquire(self, join: bool = False) -> str:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -129,11 +129,9 @@ class DirLock:
     def _busy(self, join: bool) -> str:
         owner = _read_json(self.path)
         who = f"pid {owner.get('pid', '?')} on {owner.get('host', '?')} since {owner.get('since', '?')}"
-        if not join:
-            raise OutputBusy(
-                f"{self.what}: in use by another driver ({who}); wait for it to finish, use another "
-                "output dir (--out), or add --join to help it as a worker"
-            )
+        if not join or self.fix:  # a `fix` is given by writers that cannot join
+            fix = self.fix or "wait for it to finish, use another output dir (--out), or add --join to help it as a worker"
+            raise OutputBusy(f"{self.what}: in use by another driver ({who}); {fix}")
         theirs = owner.get("sweep_id")
         if theirs and self.sweep_id and theirs != self.sweep_id:
             raise OutputBusy(

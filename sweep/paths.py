@@ -50,6 +50,14 @@ def _refuse_system(path: Path, field: str, given: str) -> None:
             )
 
 
+def place(value: object, field: str, example: str = "a path such as runs/my-sweep/report") -> Path:
+    """A path a command writes (a report dir, an exported file), resolved; ConfigError when it is
+    empty, holds a NUL, or is a system location, the current dir, the home dir or above them."""
+    path = _resolve(str(value) if isinstance(value, Path) else value, field, example)
+    _refuse_system(path, field, str(value))
+    return path
+
+
 def output_dir(value: object, field: str = "output_dir") -> Path:
     """The resolved output dir, or ConfigError: empty, a system dir, the current dir or above, a
     file, or an existing dir holding other files."""

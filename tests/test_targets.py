@@ -1,0 +1,137 @@
+"""Every writing command's target: a dir holding another kind of output is refused, a second writer
+is refused in one line naming the holder, and a place that cannot be written is one line (exit 2)."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from sweep.errors import ConfigError
+from sweep.ownership import LOCK_FILE, OutputBusy
+from sweep.targets import REPORT_MARK, Unwritable, dir_kind, own_beside, own_dir, refuse_other_kind
+
+
+@pytest.mark.parametrize(
+    ("files", "kind"),
+    [
+        ([], None),
+        (["notes.txt"], None),
+        (["config.resolved.yaml"], "sweep"),
+        (["episodes/"], "sweep"),
+        (["config.resolved.yaml", "study.resolved.yaml"], "study"),
+        (["study.journal"], "study"),
+        (["config.resolved.yaml", "train.resolved.yaml"], "train"),
+        (["checkpoints/trainer.pt"], "train"),
+        ([REPORT_MARK, "index.html"], "report"),
+    ],
+)
+def test_the_kind_of_an_output_dir_is_read_from_its_files(
+    tmp_path: Path, files: list[str], kind: str | None
+) -> None:
+    for name in files:
+        path = tmp_path / name
+        if name.endswith("/"):
+            path.mkdir(parents=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("x")
+    assert dir_kind(tmp_path) == kind
+
+
+def test_a_file_or_an_absent_path_holds_no_kind(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    assert dir_kind(tmp_path / "f") is None and dir_kind(tmp_path / "absent") is None
+
+
+def test_another_kind_of_output_is_refused_in_one_line_and_left_alone(tmp_path: Path) -> None:
+    (tmp_path / "episodes").mkdir()
+    (tmp_path / "config.resolved.yaml").write_text("name: a sweep\n")
+    with pytest.raises(ConfigError) as e:
+        own_dir(tmp_path, "train", "fp")
+    text = str(e.value)
+    assert "holds a sweep's results, not a training" in text and "output_dir" in text and "\n" not in text
+    assert not (tmp_path / LOCK_FILE).exists()  # refused before the lock file is made
+    refuse_other_kind(tmp_path, "sweep")  # its own kind is fine
+    lock = own_dir(tmp_path, "sweep", "id")
+    lock.release()
+
+
+def test_a_second_trainer_is_refused_naming_the_holder_and_no_join(tmp_path: Path) -> None:
+    first = own_dir(tmp_path / "t", "train", "fp")
+    try:
+        with pytest.raises(OutputBusy) as e:
+            own_dir(tmp_path / "t", "train", "fp", join=True)  # a training cannot be joined
+        text = str(e.value)
+        assert f"pid {os.getpid()}" in text and "--join" not in text and "--out" in text and "\n" not in text
+    finally:
+        first.release()
+    again = own_dir(tmp_path / "t", "train", "fp")
+    again.release()
+
+
+def test_a_sweep_may_still_be_joined(tmp_path: Path) -> None:
+    owner = own_dir(tmp_path, "sweep", "id")
+    try:
+        worker = own_dir(tmp_path, "sweep", "id", join=True)
+        assert worker.role == "worker"
+        worker.release()
+    finally:
+        owner.release()
+
+
+def test_a_target_replaced_whole_is_locked_beside_it(tmp_path: Path) -> None:
+    target = tmp_path / "report"
+    first = own_beside(target, "report dir", "--report-dir")
+    try:
+        assert (tmp_path / ".report.lock").is_file() and not target.exists()
+        with pytest.raises(OutputBusy) as e:
+            own_beside(target, "report dir", "--report-dir")
+        assert str(e.value).startswith(f"report dir {target}: in use") and "another --report-dir" in str(
+            e.value
+        )
+    finally:
+        first.release()
+    own_beside(target, "report dir", "--report-dir").release()
+
+
+def test_a_place_that_cannot_be_created_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(Unwritable) as e:
+        own_dir(tmp_path / "file" / "out", "sweep", "id")  # a file where a parent dir should be
+    assert str(e.value).startswith("output_dir: cannot write") and "\n" not in str(e.value)
+
+
+def test_a_read_only_file_system_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def read_only(*args: object, **kwargs: object) -> int:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+
+    monkeypatch.setattr(os, "open", read_only)  # root writes through chmod: fail the open itself
+    with pytest.raises(Unwritable, match=r"^output_dir: cannot write .*\(Read-only file system\); choose"):
+        own_dir(tmp_path / "out", "sweep", "id")
+
+
+def test_sweep_run_into_a_place_it_cannot_write_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sweep.cli import main
+
+    (tmp_path / "file").write_text("x")
+    out = tmp_path / "file" / "out"
+    assert main(["run", "examples/simulated.yaml", "--out", str(out), "--no-tracking"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    fix = "choose a directory you can write, or fix its permissions"
+    assert err == [f"error: output_dir: cannot write {out} (Not a directory); {fix}"]
+
+
+def test_sweep_run_into_a_training_dir_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from sweep.cli import main
+
+    (tmp_path / "train.resolved.yaml").write_text("name: t\n")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert main(["run", "examples/simulated.yaml", "--out", str(tmp_path), "--no-tracking"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "holds a training, not a sweep's results" in err[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
