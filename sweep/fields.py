@@ -3,9 +3,10 @@ no float is infinite or NaN (a seed of 2**70 or `num_cpus: .inf` is refused, not
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field
+from pydantic import AfterValidator, BeforeValidator, Field
 
 SEED_MAX = 2**32 - 1  # seeds reach numpy and engines, which take 32 or 64 bits
 
@@ -34,3 +35,18 @@ Temperature = Annotated[float, NoBool, Field(ge=0.0, le=100.0, allow_inf_nan=Fal
 TopP = Annotated[float, NoBool, Field(gt=0.0, le=1.0, allow_inf_nan=False)]
 Seconds = Annotated[float, NoBool, Field(gt=0.0, le=1e7, allow_inf_nan=False)]
 Name = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+def _plain_name(v: str) -> str:
+    bad = [c for c in v if c in "/\\" or unicodedata.category(c) == "Cc"]
+    if bad or v in (".", "..") or not v.strip():
+        what = f"holds {bad[0]!r}" if bad else f"is {v!r}"
+        raise ValueError(
+            f"{what}; the name labels the MLflow run and names files: give a plain name such as "
+            "my-study (no '/', '\\', control characters, not '.' or '..')"
+        )
+    return v
+
+
+# A name that also names files (a training's, a study's: its lock file): one plain path component.
+PlainName = Annotated[str, Field(min_length=1, max_length=100, strict=True), AfterValidator(_plain_name)]

@@ -39,11 +39,14 @@ class Unwritable(ConfigError):
 
 def dir_kind(path: Path) -> str | None:
     """The kind of output `path` holds (one of `KINDS`), or None when it holds none (or is absent)."""
-    if not path.is_dir():
-        return None
-    for kind, names in _KIND_FILES:
-        if any((path / name).exists() for name in names):
-            return kind
+    try:
+        if not path.is_dir():
+            return None
+        for kind, names in _KIND_FILES:
+            if any((path / name).exists() for name in names):
+                return kind
+    except OSError as e:  # a dir that cannot be searched (permissions): say so, not a traceback
+        raise unwritable(path, e, "output_dir") from None
     return None
 
 

@@ -19,6 +19,7 @@ from sweep.report.build import build_report, build_tables
 from sweep.report.layout import paper_tables
 from sweep.report.load import committed_parts, load_results
 from sweep.results import ResultStore
+from sweep.targets import REPORT_MARK
 from tests.results_helpers import add_columns, drop_columns, run_in_process, sweep_config
 
 TEAM = {
@@ -230,6 +231,7 @@ def test_cli_writes_every_output_and_replaces_the_old_report(
     stale = sim_out / "report" / "stale.txt"
     stale.parent.mkdir(exist_ok=True)
     stale.write_text("old")
+    (stale.parent / REPORT_MARK).write_text("{}")  # an earlier report: replaced whole (else refused)
     assert main(["report", str(sim_out), "--no-tracking"]) == 0
     printed = capsys.readouterr().out
     assert "## Papers' layout (pear)" in printed and "| fixed(topology=clique) |" in printed
@@ -316,7 +318,7 @@ def test_build_report_leaves_the_old_report_when_writing_fails(
     with pytest.raises(OSError, match="disk full"):
         build_report([sim_out], target)
     assert sorted(p.name for p in target.iterdir()) == before
-    assert [p.name for p in tmp_path.iterdir()] == ["rep"]  # no temp dir left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".rep.lock", "rep"]  # no temp dir left behind
     assert np.isfinite(pl.read_parquet(target / "summary.parquet")["accuracy_mean"].to_numpy()).all()
 
 

@@ -127,7 +127,7 @@ def test_twenty_trials_log_mlflow_parent_children_plots_and_resume_as_done(
 def test_best_keeps_the_baselines_and_undoes_the_tuning_narrowing(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
-    from sweep.study.cli import best_sweep
+    from sweep.study.best import best_sweep
 
     base = {
         "models": {"sim": {"engine": "simulated"}},

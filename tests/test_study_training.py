@@ -194,3 +194,27 @@ def test_a_cpp_trial_trains_to_the_end_and_hands_back_its_policy(tmp_path: Path)
     got = asyncio.run(train_trial(setup.cfg.train, setup.training, tmp_path / "out", trial, params, agents, Console(quiet=True)))
     assert got is not None and Path(got).is_file()  # a finished training is not taken for a pruned one
     assert len(trial.user_attrs["train_curve"]) == 2 and trial.user_attrs["reward"]["k"] == 0.2
+
+
+def test_a_trials_training_dir_is_owned_while_it_trains(tmp_path: Path) -> None:
+    import asyncio
+
+    from rich.console import Console
+
+    from sweep.ownership import OutputBusy
+    from sweep.study.training import train_trial, trial_training
+    from sweep.targets import own_dir
+
+    setup = load_study(write(tmp_path, CPP_SPACE, CPP_TRAIN, method={"name": "cpp"}))
+    assert setup.training is not None and setup.cfg.train is not None
+    params = {"k": 0.2, "gamma": 0.8, "lr": 1e-3, "threshold": 0.5}
+    trial_dir = trial_training(setup.training, tmp_path / "out", params).out
+    held = own_dir(trial_dir, "train", "someone else")  # e.g. `sweep train --out` on the trial's dir
+    try:
+        trial = optuna.create_study(directions=["maximize", "minimize"]).ask()
+        run = train_trial(setup.cfg.train, setup.training, tmp_path / "out", trial, params, {}, Console(quiet=True))
+        with pytest.raises(OutputBusy, match=f"output_dir {trial_dir}: in use"):
+            asyncio.run(run)
+    finally:
+        held.release()
+    assert not (trial_dir / "checkpoints").exists()  # refused before it trained

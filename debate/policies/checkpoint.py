@@ -9,9 +9,13 @@ A checkpoint is named by a path, or by a URI whose scheme a higher floor registe
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import stat
+import zipfile
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,11 +23,16 @@ from typing import Any
 
 import numpy as np
 
+from debate.policies import shapes
 from debate.spec import canonical_json
 
 FORMAT = "debate-sweep/policy/1"
 _META = "__meta__"
 _PREFIX = "w."
+
+FIX = "give the path of a policy .npz sweep train wrote (policy.npz, checkpoints/best.npz, policy-u*.npz)"
+# What a damaged or foreign file makes numpy and zipfile raise while it is read (never unpickled).
+_UNREADABLE = (ValueError, KeyError, EOFError, TypeError, AttributeError, zipfile.BadZipFile, zlib.error)
 
 # scheme -> a function turning `scheme:...` into a local file (registered by the floor that can)
 RESOLVERS: dict[str, Callable[[str], Path]] = {}
@@ -66,11 +75,15 @@ def save_checkpoint(
     blob = np.frombuffer(json.dumps(meta, sort_keys=True, default=str).encode(), dtype=np.uint8)
     tmp = path.with_name(f".{path.name}.tmp")
     members: dict[str, Any] = {_META: blob, **{_PREFIX + k: v for k, v in arrays.items()}}
-    with open(tmp, "wb") as f:
-        np.savez(f, **members)
-        f.flush()
-        os.fsync(f.fileno())
-    tmp.replace(path)
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, **members)
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(path)
+    except BaseException:  # a full disk, an interrupt: never leave a half-written temp file
+        tmp.unlink(missing_ok=True)
+        raise
     return digest
 
 
@@ -83,34 +96,67 @@ def resolve(ref: str) -> Path:
             raise CheckpointError(f"checkpoint '{ref}': no resolver for '{scheme}:' URIs (known: {known})")
         return RESOLVERS[scheme](ref)
     path = Path(ref).expanduser()
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint '{ref}' not found; give the path of a policy .npz (sweep train writes them)")
+    try:
+        mode = path.stat().st_mode  # follows links: a link to a policy is fine, a loop is not
+    except OSError as e:
+        what = {errno.ENOENT: "not found", errno.ELOOP: "is a symlink loop"}.get(e.errno or 0)
+        raise CheckpointError(
+            f"checkpoint '{ref}' {what or f'cannot be read ({e.strerror})'}; {FIX}"
+        ) from None
+    if not stat.S_ISREG(mode):
+        what = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise CheckpointError(f"checkpoint '{ref}' is {what}; {FIX}")
     return path
 
 
 _LOADED: dict[tuple[str, int, int], Checkpoint] = {}
 
 
-def load(ref: str) -> Checkpoint:
-    """Read and verify a checkpoint (cached per file version in this process)."""
-    path = resolve(ref).resolve()
-    st = path.stat()
+def load(ref: str, kind: str | None = None) -> Checkpoint:
+    """Read and verify a checkpoint (cached per file version in this process). `kind`: the method whose
+    policy it must hold ("rumad" or "cpp", `shapes.kind_of`), when the caller runs one."""
+    try:
+        path = resolve(ref).resolve()
+        st = path.stat()
+    except (OSError, RuntimeError) as e:  # a file a resolver fetched, gone or looping since
+        raise CheckpointError(f"checkpoint '{ref}' cannot be read ({e}); {FIX}") from None
     key = (str(path), st.st_mtime_ns, st.st_size)
     if key not in _LOADED:
         _LOADED[key] = _read(path, ref)
+    held = shapes.kind_of(_LOADED[key].arch)
+    if kind is not None and held != kind:
+        fix = f"give a policy that sweep train wrote for method {kind}"
+        raise CheckpointError(f"checkpoint '{ref}' holds a {held} policy, not a {kind} one; {fix}")
     return _LOADED[key]
 
 
 def _read(path: Path, ref: str) -> Checkpoint:
     try:
-        with np.load(path, allow_pickle=False) as z:
+        with open(path, "rb") as f, np.load(f, allow_pickle=False) as z:  # never unpickles
             meta = json.loads(bytes(z[_META]).decode())
             weights = {k[len(_PREFIX) :]: z[k] for k in z.files if k.startswith(_PREFIX)}
-    except (OSError, ValueError, KeyError) as e:
-        raise CheckpointError(f"checkpoint '{ref}' is not a policy .npz ({type(e).__name__}: {e})") from None
-    if meta.get("format") != FORMAT:
-        raise CheckpointError(f"checkpoint '{ref}': format {meta.get('format')!r}, expected {FORMAT!r}")
-    digest = content_hash(meta["arch"], weights, meta["provenance"])
+    except OSError as e:
+        raise CheckpointError(f"checkpoint '{ref}' cannot be read ({e.strerror or e}); {FIX}") from None
+    except _UNREADABLE as e:
+        why = " ".join(f"{type(e).__name__}: {e}".split())[:160]  # one line, whatever the library wrote
+        raise CheckpointError(
+            f"checkpoint '{ref}' is not a policy .npz (truncated or foreign file; {why}); {FIX}"
+        ) from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise CheckpointError(f"checkpoint '{ref}': format {found!r}, expected {FORMAT!r}; {FIX}")
+    arch, provenance = meta.get("arch"), meta.get("provenance")
+    if not isinstance(arch, dict) or not isinstance(provenance, dict) or not weights:
+        missing = "its architecture" if not isinstance(arch, dict) else "weights"
+        missing = "its provenance" if isinstance(arch, dict) and not isinstance(provenance, dict) else missing
+        raise CheckpointError(f"checkpoint '{ref}' lacks {missing}; {FIX}")
+    digest = content_hash(arch, weights, provenance)
     if digest != meta.get("hash"):
-        raise CheckpointError(f"checkpoint '{ref}' is corrupt: its content does not match its hash")
-    return Checkpoint(meta["arch"], weights, meta["provenance"], digest)
+        raise CheckpointError(f"checkpoint '{ref}' is corrupt: its content does not match its hash; {FIX}")
+    try:
+        wrong = shapes.mismatch(arch, weights)
+    except ValueError as e:
+        wrong = str(e)
+    if wrong:
+        raise CheckpointError(f"checkpoint '{ref}': {wrong}; {FIX}")
+    return Checkpoint(arch, weights, provenance, digest)

@@ -82,7 +82,7 @@ class CppRouter:
     def identity_of(args: dict[str, Any]) -> dict[str, Any]:
         """Episode ids hash the checkpoint's content, never its path."""
         ref = args.get("checkpoint", "")
-        return {**args, "checkpoint": f"sha:{ckpt.load(ref).digest}"} if ref else args
+        return {**args, "checkpoint": f"sha:{ckpt.load(ref, 'cpp').digest}"} if ref else args
 
     def pruner(self, n: int) -> Any:
         from debate.policies.fuseglu import pruner_for  # torch: only once a policy is built

@@ -80,7 +80,7 @@ class RumadRouter:
         """Episode ids hash the checkpoint's content, never its path: two checkpoints never share ids,
         and a checkpoint moved elsewhere keeps them."""
         ref = args.get("checkpoint", "")
-        return {**args, "checkpoint": f"sha:{ckpt.load(ref).digest}"} if ref else args
+        return {**args, "checkpoint": f"sha:{ckpt.load(ref, 'rumad').digest}"} if ref else args
 
     def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         from debate.policies.controller import controller_for  # torch: only once a policy is built

@@ -1,10 +1,13 @@
 """`sweep report`: read output dirs, compute every table, and write the report — markdown on stdout,
 `index.html` with its PNG plots, and each table as CSV and Parquet — into the report dir, replaced
-whole (written to a temp dir first, so a failure leaves the previous report as it was)."""
+whole (written to a temp dir first, so a failure leaves the previous report as it was). Only an
+absent or empty dir or an earlier report is written (`sweep.report.target`), by one writer at a time
+(a lock beside it, `sweep.targets.own_beside`)."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -12,13 +15,17 @@ from pathlib import Path
 
 import polars as pl
 
+from sweep.repair import is_disk_full
 from sweep.report.compare import mcnemar_table, spearman_table
 from sweep.report.html import write_html
-from sweep.report.load import Results, load_results
+from sweep.report.load import Results, check_input, load_results
+from sweep.report.parts import Warn, stderr_warning
 from sweep.report.plots import make_figures
 from sweep.report.rounds import per_round_table
-from sweep.report.sections import Tables, markdown, sections
+from sweep.report.sections import Section, Tables, markdown, md_text, sections
 from sweep.report.summary import summary_table
+from sweep.report.target import FIELD, clean_leftovers, replace_dir, report_target, temp_prefix, write_mark
+from sweep.targets import own_beside, unwritable
 
 SUMMARY_FRONT = [
     "team", "dataset", "split", "method_label", "episodes", "items", "seeds", "accuracy_mean", "accuracy_std",
@@ -76,35 +83,64 @@ def _write_tables(t: Tables, out: Path) -> list[Path]:
     return files
 
 
-def _replace_dir(tmp: Path, final: Path) -> None:
-    """Move `tmp` to `final`, replacing what was there in one rename where possible."""
-    old = final.with_name(f".{final.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if final.exists():
-        final.rename(old)
-    tmp.rename(final)
-    shutil.rmtree(old, ignore_errors=True)
+class ReportDiskFull(OSError):
+    """The disk (or quota) filled while the report was written: exit 1, the previous report intact."""
+
+    def __init__(self, where: Path, cause: BaseException) -> None:
+        reason = (str(cause).strip().splitlines() or [type(cause).__name__])[0][:200]
+        super().__init__(
+            errno.ENOSPC,
+            f"the disk is full: no space left to write the report into {where} ({reason}); the previous "
+            "report is as it was; free some space and rerun",
+        )
+
+    def __str__(self) -> str:
+        return str(self.strerror)
 
 
-def build_report(dirs: list[Path], report_dir: Path, layout: str = "pear") -> Report:
-    """Compute and write the report of `dirs` into `report_dir`."""
-    results = load_results(dirs)
+def build_report(
+    dirs: list[Path], report_dir: Path, layout: str = "pear", warn: Warn = stderr_warning
+) -> Report:
+    """Compute and write the report of `dirs` into `report_dir`. A report dir that may not be written
+    is a one-line `ConfigError` before anything is read; an unreadable part is skipped with a warning
+    (`warn`); a full disk is `ReportDiskFull`."""
+    dirs = [check_input(d) for d in dirs]
+    final = report_target(report_dir, dirs)
+    results = load_results(dirs, warn)
     t = build_tables(results)
     secs = sections(t, layout)
     header = _header(results, t)
-    text = markdown("# Sweep report\n\n" + "\n\n".join(header), secs)
-    report_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{report_dir.name}.tmp-", dir=report_dir.parent))
+    text = markdown("# Sweep report\n\n" + "\n\n".join(map(md_text, header)), secs)
+    lock = own_beside(final, "report dir", FIELD)
     try:
+        files = _write(final, dirs, t, secs, header, text)
+    finally:
+        lock.release()
+    return Report(text, final, files, t)
+
+
+def _write(
+    final: Path, dirs: list[Path], t: Tables, secs: list[Section], header: list[str], text: str
+) -> list[Path]:
+    """Write the report into a temp dir beside `final`, then swap it in (with the report dir's lock held)."""
+    clean_leftovers(final)
+    tmp: Path | None = None
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(final), dir=final.parent))
+        write_mark(tmp, dirs)
         files = _write_tables(t, tmp)
         figures = make_figures(t, tmp)
         (tmp / "report.md").write_text(text, encoding="utf-8")
         write_html(tmp / "index.html", "Sweep report", header, secs, figures, t.per_round)
         files += [tmp / "report.md", tmp / "index.html", *(tmp / f.path for f in figures)]
-        _replace_dir(tmp, report_dir)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            shutil.rmtree(tmp)
+        replace_dir(tmp, final)
+    except BaseException as e:
+        if tmp is not None:
+            with contextlib.suppress(OSError):  # our own temp dir (gone once renamed into place)
+                shutil.rmtree(tmp)
+        if isinstance(e, Exception) and is_disk_full(e):
+            raise ReportDiskFull(final.parent, e) from e
+        if isinstance(e, PermissionError) or (isinstance(e, OSError) and e.errno == errno.EROFS):
+            raise unwritable(final.parent, e, FIELD) from None
         raise
-    files = [report_dir / f.relative_to(tmp) for f in files]
-    return Report(text, report_dir, files, t)
+    return [final / f.relative_to(tmp) for f in files]

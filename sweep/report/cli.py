@@ -1,6 +1,8 @@
 """`sweep report OUT [OUT ...]`: the papers' statistics and plots over one or more output dirs (a
-sweep's or a study's). Exit codes: 0 success; 2 an unreadable output dir (one line naming it and the
-fix; nothing written); 1 a failure while writing."""
+sweep's or a study's). Exit codes: 0 success; 2 an unreadable output dir, a report dir that holds
+something other than an earlier report, one another `sweep report` is writing, or one that cannot be
+written (one line naming it and the fix; nothing written); 1 a failure while writing (a full disk:
+the previous report stays)."""
 
 from __future__ import annotations
 
@@ -25,15 +27,19 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sweep.report.build import build_report
+    from sweep.errors import ConfigError
+    from sweep.report.build import ReportDiskFull, build_report
     from sweep.report.load import ReportInputError
 
     report_dir = args.report_dir or args.out[0] / "report"
     try:
         report = build_report(list(args.out), report_dir, args.layout)
-    except ReportInputError as e:
+    except (ReportInputError, ConfigError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except ReportDiskFull as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     except Exception as e:
         print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
@@ -49,7 +55,10 @@ def _log(args: argparse.Namespace, report: Any) -> None:
     from sweep.report.mlflow_log import log_report
 
     for out in args.out:
-        ids = read_episodes([out], ["episode_id", "sweep_id"])["sweep_id"].unique().sort()
+        # Unreadable parts were named while the report was built: say it once.
+        ids = (
+            read_episodes([out], ["episode_id", "sweep_id"], warn=lambda _: None)["sweep_id"].unique().sort()
+        )
         try:
             lines = log_report(out, [str(i) for i in ids.to_list()], report.report_dir, args.tracking_uri)
         except Exception as e:  # the report is written; a tracking problem must not hide it

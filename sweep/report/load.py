@@ -6,7 +6,9 @@ Columns added to the episode rows: `method_key` (the method as it ran, minus its
 table are), `method_label` (the stored column where present, else derived from `method_spec`), `team`
 (the models used together with the episode's models, see `_teams`), `tokens` (prompt + completion), `answered` (the final vote
 has an answer; an unparsable episode counts as wrong), `_dir` (index of the output dir) and `_part`
-(the part file's name: its `turns/` and `rounds/` rows are in the part of the same name)."""
+(the part file's name: its `turns/` and `rounds/` rows are in the part of the same name).
+
+A part that cannot be read is skipped with a one-line warning naming it (`sweep.report.parts`)."""
 
 from __future__ import annotations
 
@@ -18,46 +20,24 @@ from typing import Any
 import polars as pl
 
 from debate.spec import canonical_json
-
-PART_GLOB = "part-*.parquet"
-# Arguments a method's label always shows (they name the row even at their default value).
+from sweep.report.parts import EPISODE_KEYS, PART_GLOB, ROUND_KEYS, Warn, read_parts, stderr_warning
+from sweep.report.parts import committed_parts as committed_parts  # importable from here, as before
+from sweep.report.parts import scan_parts as scan_parts
 
 
 class ReportInputError(ValueError):
     """An output dir that cannot be read; the message names the dir and the fix."""
 
 
-def committed_parts(out: Path) -> list[Path]:
-    """The committed episodes parts of `out`, oldest first (a part's name starts with its UTC time)."""
-    return sorted((Path(out) / "episodes").glob(PART_GLOB))
-
-
-def _union_schema(paths: list[Path]) -> dict[str, pl.DataType]:
-    """Columns of the oldest and newest part together: columns are only ever added over time, so a
-    part older than a column lacks it and gets nulls."""
-    schema: dict[str, pl.DataType] = {}
-    for path in dict.fromkeys([paths[0], paths[-1]]):
-        schema.update(pl.read_parquet_schema(path))
-    return schema
-
-
-def scan_parts(paths: list[Path], columns: list[str] | None = None) -> pl.LazyFrame:
-    """A lazy scan of Parquet parts with a `_part` column (the file name); columns missing from a
-    part come back null. `columns` keeps only those (and `_part`) that exist in the union schema."""
-    schema = _union_schema(paths)
-    frame = pl.scan_parquet(
-        [str(p) for p in paths],
-        schema=schema,
-        missing_columns="insert",
-        extra_columns="ignore",
-        include_file_paths="_part",
-    ).with_columns(pl.col("_part").str.split("/").list.last())
-    if columns is not None:
-        frame = frame.select([c for c in columns if c in schema] + ["_part"])
-    return frame
+def check_input(out: Path) -> Path:
+    """`out` as a Path, or a ReportInputError for a path no file system can hold (a NUL character)."""
+    if "\x00" in str(out):
+        raise ReportInputError(f"{str(out)!r}: the path holds a NUL character; give a sweep's output_dir")
+    return Path(out)
 
 
 def _check_dir(out: Path) -> list[Path]:
+    out = check_input(out)
     if not (out / "episodes").is_dir():
         raise ReportInputError(f"{out}: no episodes/ folder here (give a sweep's output_dir)")
     parts = committed_parts(out)
@@ -66,31 +46,40 @@ def _check_dir(out: Path) -> list[Path]:
     return parts
 
 
-def read_episodes(dirs: list[Path], columns: list[str] | None = None) -> pl.DataFrame:
+def read_episodes(
+    dirs: list[Path], columns: list[str] | None = None, warn: Warn = stderr_warning
+) -> pl.DataFrame:
     """Every committed episode row of `dirs`, one per episode id (earliest part of the first dir
-    wins, as in `ResultStore`), with `_dir` and `_part`."""
+    wins, as in `ResultStore`), with `_dir` and `_part`. An unreadable part is skipped with a warning
+    (`warn`); a dir with no readable part is a `ReportInputError`."""
     frames = []
     for i, out in enumerate(dirs):
-        frame = scan_parts(_check_dir(Path(out)), columns).with_columns(pl.lit(i, pl.Int32).alias("_dir"))
-        frames.append(frame)
-    episodes = pl.concat(frames, how="diagonal_relaxed").collect()
+        frame = read_parts(_check_dir(Path(out)), columns, warn, EPISODE_KEYS)
+        if frame is None:
+            raise ReportInputError(
+                f"{out}: no part of episodes/ can be read (each is named in a warning above); rerun the "
+                "sweep there (it sets unreadable parts aside and runs their episodes again)"
+            )
+        frames.append(frame.with_columns(pl.lit(i, pl.Int32).alias("_dir")))
+    episodes = pl.concat(frames, how="diagonal_relaxed")
     return episodes.unique(subset="episode_id", keep="first", maintain_order=True)
 
 
-def read_rounds(dirs: list[Path], episodes: pl.DataFrame) -> pl.DataFrame:
+def read_rounds(dirs: list[Path], episodes: pl.DataFrame, warn: Warn = stderr_warning) -> pl.DataFrame:
     """The `rounds/` rows of the kept episodes (only from the part their episode row came from);
-    an empty frame when no dir has a rounds table."""
+    an empty frame when no dir has a readable rounds table (an unreadable part: a warning)."""
     frames = []
     for i, out in enumerate(dirs):
         names = {p.name for p in committed_parts(Path(out))}
         paths = sorted(p for p in (Path(out) / "rounds").glob(PART_GLOB) if p.name in names)
-        if paths:
-            frames.append(scan_parts(paths).with_columns(pl.lit(i, pl.Int32).alias("_dir")))
+        frame = read_parts(paths, None, warn, ROUND_KEYS) if paths else None
+        if frame is not None:
+            frames.append(frame.with_columns(pl.lit(i, pl.Int32).alias("_dir")))
     if not frames:
         return pl.DataFrame(
             {"episode_id": [], "round": []}, schema={"episode_id": pl.String, "round": pl.Int32}
         )
-    rounds = pl.concat(frames, how="diagonal_relaxed").collect()
+    rounds = pl.concat(frames, how="diagonal_relaxed")
     keys = episodes.select("episode_id", "_dir", "_part")
     return rounds.join(keys, on=["episode_id", "_dir", "_part"], how="semi")
 
@@ -251,13 +240,18 @@ def benchmark_order(dirs: list[Path], present: list[tuple[str, str]]) -> list[tu
     return list(dict.fromkeys([b for b in listed if b in present] + sorted(present)))
 
 
-def load_results(dirs: list[Path]) -> Results:
-    """Read and enrich every committed episode of `dirs`, and their rounds."""
+def load_results(dirs: list[Path], warn: Warn = stderr_warning) -> Results:
+    """Read and enrich every committed episode of `dirs`, and their rounds (an unreadable part is
+    skipped with a warning, `warn`)."""
     dirs = [Path(d) for d in dirs]
-    episodes = with_methods(read_episodes(dirs))
+    episodes = with_methods(read_episodes(dirs, warn=warn))
     by_label = dict(episodes.select("method_key", "method_label").unique().iter_rows())
     keys = sorted(by_label, key=lambda k: by_label[k])
     present = sorted(set(episodes.select("dataset", "split").iter_rows()))
     return Results(
-        dirs, episodes, read_rounds(dirs, episodes), config_order(dirs, keys), benchmark_order(dirs, present)
+        dirs,
+        episodes,
+        read_rounds(dirs, episodes, warn),
+        config_order(dirs, keys),
+        benchmark_order(dirs, present),
     )

@@ -3,6 +3,7 @@ shared by the markdown summary (stdout) and the HTML report."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,14 +161,35 @@ def sections(t: Tables, layout: str) -> list[Section]:
     ]
 
 
-def markdown_table(table: TextTable) -> str:
-    def cell(text: str) -> str:
-        return text.replace("|", "\\|")
+# Cells come from results (method labels, dataset and team names): in markdown they must stay text.
+_LINE_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # control chars break a table row
+_ENTITY = re.compile(r"&(?=#?\w+;)")  # `&lt;` would render as `<`: keep it as typed
+_BOLD_NUMBER = re.compile(r"\*\*([-–\d.,±% ]+)\*\*")  # the papers' layout bolds the best accuracy
 
-    lines = [f"**{table.title}**", ""] if table.title else []
-    lines.append("| " + " | ".join(map(cell, table.columns)) + " |")
+
+def md_text(text: str) -> str:
+    """`text` as literal markdown inline text: no line break, pipe, HTML, link, code or emphasis."""
+    text = _LINE_BREAKS.sub(" ", text).replace("\\", "\\\\")
+    text = _ENTITY.sub("&amp;", text).replace("<", "&lt;").replace(">", "&gt;")
+    for ch in "|`*~":
+        text = text.replace(ch, "\\" + ch)
+    # `_` inside a word never opens emphasis (CommonMark), so `cot_sc` stays readable.
+    text = re.sub(r"(?<![^\W_])_|_(?![^\W_])", r"\\_", text)
+    # A link needs `](` or `][` (labels cannot define references): break those pairs.
+    return re.sub(r"\]([(\[])", r"]\\\1", text)
+
+
+def md_cell(text: str) -> str:
+    """A table cell: `md_text`, keeping the layout's bold on a number (`**0.645 ± 0.013**`)."""
+    bold = _BOLD_NUMBER.fullmatch(text)
+    return f"**{md_text(bold.group(1))}**" if bold else md_text(text)
+
+
+def markdown_table(table: TextTable) -> str:
+    lines = [f"**{md_text(table.title)}**", ""] if table.title else []
+    lines.append("| " + " | ".join(map(md_cell, table.columns)) + " |")
     lines.append("|" + " --- |" * len(table.columns))
-    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in table.rows]
+    lines += ["| " + " | ".join(map(md_cell, row)) + " |" for row in table.rows]
     return "\n".join(lines)
 
 

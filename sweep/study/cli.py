@@ -18,10 +18,11 @@ from rich.console import Console
 from rich.table import Table
 
 from sweep import interrupt
-from sweep.config import ConfigError, validate
+from sweep.config import ConfigError
 from sweep.ownership import DirLock
 from sweep.preflight import Unreachable, check_ray_address, check_tracking
-from sweep.study.config import StudySetup, base_file, is_test_split, load_study
+from sweep.study.config import StudySetup, load_study
+from sweep.targets import own_dir, unwritable
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -83,7 +84,9 @@ def run(args: argparse.Namespace) -> int:
             )
             return 0
         if args.best is not None:
-            return _write_best(setup, args.best)
+            from sweep.study.best import write_best
+
+            return write_best(setup, args.best)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)  # plain print: one line, never wrapped
         return 2
@@ -96,20 +99,24 @@ def _run(setup: StudySetup, args: argparse.Namespace) -> int:
     err = Console(stderr=True, soft_wrap=True)
     locks: list[DirLock] = []
     try:
-        # Before anything is written: the servers answer; the output dir and the storage are ours.
-        if setup.cfg.tracking.enabled and not args.no_tracking:
-            check_tracking(args.tracking_uri or setup.cfg.tracking.uri or os.environ.get("MLFLOW_TRACKING_URI"))
-        check_ray_address(args.address or setup.base.ray.address)
-        for lock in study_locks(setup):
-            lock.acquire(args.join)
-            locks.append(lock)
-        runner = StudyRunner(setup, err)
-    except (ConfigError, Unreachable) as e:
-        for lock in locks:
-            lock.release()
-        print(f"error: {e}", file=sys.stderr)
-        return 2 if isinstance(e, ConfigError) else 1
-    try:
+        try:
+            # Before anything is written: the servers answer; the output dir (new, or a study's) is ours.
+            if setup.cfg.tracking.enabled and not args.no_tracking:
+                check_tracking(
+                    args.tracking_uri or setup.cfg.tracking.uri or os.environ.get("MLFLOW_TRACKING_URI")
+                )
+            check_ray_address(args.address or setup.base.ray.address)
+            locks.append(own_dir(setup.out, "study", setup.fingerprint(), join=args.join))
+            for lock in study_locks(setup)[1:]:  # the storage file's, when it lives elsewhere
+                try:
+                    lock.acquire(args.join)
+                except OSError as e:
+                    raise unwritable(lock.path.parent, e, "storage") from None
+                locks.append(lock)
+            runner = StudyRunner(setup, err)
+        except (ConfigError, Unreachable) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2 if isinstance(e, ConfigError) else 1
         return _run_locked(setup, args, runner, err)
     finally:
         for lock in locks:
@@ -206,82 +213,6 @@ def _best_table(study: Any, setup: StudySetup) -> Table:
         )
         table.add_row(str(r["number"]), *(f"{r['values'][o]:.4g}" for o in setup.cfg.objectives), params)
     return table
-
-
-def held_out_split(benchmark: str, split: str) -> str:
-    """The test counterpart of a tuning split: `test`, or `<scheme>:test` when the scheme has one."""
-    from data.registry import benchmark_info
-
-    if is_test_split(split):
-        return split
-    known = benchmark_info(benchmark).split_names()
-    scheme = split.split(":", 1)[0] if ":" in split else None
-    return f"{scheme}:test" if scheme and f"{scheme}:test" in known else "test"
-
-
-def _finished_study(setup: StudySetup) -> Any:
-    """The study as stored; ConfigError when there is none yet."""
-    import optuna
-
-    from sweep.study.storage import open_storage
-
-    url = setup.storage_url()
-    if url.startswith("journal:") and not Path(url.removeprefix("journal:")).is_file():
-        raise ConfigError(
-            f"storage: no study journal at {url.removeprefix('journal:')}; run `sweep study` first"
-        )
-    try:
-        study = optuna.load_study(study_name=setup.cfg.name, storage=open_storage(url))
-    except KeyError:
-        raise ConfigError(f"name: no study '{setup.cfg.name}' in {url}; run `sweep study` first") from None
-    if study.user_attrs.get("fingerprint") != setup.fingerprint():
-        raise ConfigError(
-            f"name: study '{setup.cfg.name}' in {url} was created from another base sweep, method, space or "
-            "objectives; give the config (and --base-set) it was run with"
-        )
-    return study
-
-
-def best_sweep(setup: StudySetup, trials: list[Any]) -> dict[str, Any]:
-    """The tuned sweep on the test split: the base sweep's own methods (the baselines) plus one entry
-    per distinct best (Pareto) params, on the base sweep's own items and seeds — the study's
-    narrowing for tuning (split, offset, limit, seeds) undone; its other overrides kept."""
-    raw, written = setup.base.model_dump(mode="json"), base_file(setup.cfg, setup.source.parent)
-    raw["name"], raw["output_dir"] = f"{setup.cfg.name}-best", str(setup.out / "best-test")
-    raw["methods"] = list(written.get("methods") or [])
-    for t in trials:
-        args = t.user_attrs.get("method_args") or {**setup.cfg.method.args, **t.params}  # trained: its checkpoint
-        entry = {"name": setup.cfg.method.name, "args": args}
-        raw["methods"] += [entry] if entry not in raw["methods"] else []
-    raw["seeds"] = written.get("seeds", raw["seeds"])
-    own = {d.get("name"): d for d in written.get("datasets", []) if isinstance(d, dict)}
-    for ds in raw["datasets"]:
-        mine = own.get(ds["name"], {})
-        for key in ("offset", "limit", "seed"):
-            ds[key] = mine.get(key, 0 if key == "offset" else None)
-        ds["split"] = held_out_split(ds["name"], ds["split"])
-    validate(raw)  # ready to run: the same checks `sweep run` makes
-    return raw
-
-
-def _write_best(setup: StudySetup, dest: str) -> int:
-    """Write the best params (every Pareto trial) as a sweep config on the test split."""
-    from sweep.study.storage import best_trials
-
-    trials = best_trials(_finished_study(setup))
-    if not trials:
-        print(f"error: study '{setup.cfg.name}' has no completed trial yet; run it first", file=sys.stderr)
-        return 1
-    raw = best_sweep(setup, trials)
-    lines = [f"# best params of study '{setup.cfg.name}' ({setup.storage_url()}), on the test split"]
-    for t in trials:
-        values = ", ".join(f"{o} {v:.4g}" for o, v in zip(setup.cfg.objectives, t.values, strict=True))
-        lines.append(f"# trial {t.number}: {values}")
-    path = Path(dest) if dest else setup.out / "best.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n" + yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
-    print(f"wrote {path}: {len(raw['methods'])} method spec(s); run it with: sweep run {path}")
-    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

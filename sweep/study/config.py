@@ -15,7 +15,7 @@ from debate.spec import Registry, closest, stable_hash
 from search_spaces import SearchSpace, SpaceError, find_space, parse_space
 from sweep.config import SweepConfig, Tracking, apply_override, check_places, one_line, read_yaml, validate
 from sweep.errors import ConfigError, model_or_error
-from sweep.fields import Large, Name, Seconds, Small
+from sweep.fields import Large, PlainName, Seconds, Small
 from sweep.study.spaces import check_method
 from sweep.study.training import TrainSpec, load_training
 from sweep.train.config import TrainSetup
@@ -116,7 +116,7 @@ class Named(_Strict):
 
 
 class StudyConfig(_Strict):
-    name: Name = "study"  # the Optuna study name and the MLflow parent run's name
+    name: PlainName = "study"  # the Optuna study name, the MLflow parent run's, its lock file's
     output_dir: str = "runs/study"  # results store, journal, plots; replaces the base sweep's output_dir
     sweep: str  # the base sweep YAML (relative to this file): models, agents, datasets, rounds, seeds
     overrides: list[str] = Field(default_factory=list)  # `key=value` applied to the base sweep

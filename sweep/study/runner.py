@@ -27,7 +27,7 @@ from sweep.records import Recorder
 from sweep.results import BufferedWriter, ResultStore
 from sweep.scheduler import run_tasks
 from sweep.study.config import OBJECTIVES, StudySetup
-from sweep.study.storage import DRIVER, StudyLock, open_study, recover_stale
+from sweep.study.storage import DRIVER, StudyLock, abandon, open_study, recover_stale
 from sweep.study.tracking import NullStudyTracker
 from sweep.study.training import router_args, train_trial
 
@@ -38,7 +38,7 @@ MAX_FAILED_IN_A_ROW = 5  # then the study stops: something is broken beyond one 
 class StudyOutcome:
     study: optuna.Study
     ran: list[int] = field(default_factory=list)  # numbers of the trials this driver finished
-    recovered: list[int] = field(default_factory=list)  # stale trials failed and re-enqueued
+    recovered: list[int] = field(default_factory=list)  # stale trials failed (and retried once)
     episodes_run: int = 0
     parent_run_id: str | None = None
 
@@ -105,14 +105,14 @@ class StudyRunner:
 
     def _ask(self) -> Trial | None:
         """The next trial, or None once the study has its `n_trials` (counted under the lock, so
-        drivers sharing the storage never overshoot). Stale trials of dead drivers are re-enqueued."""
+        drivers sharing the storage never overshoot; `ask` takes the trial's sampler slot under it
+        too). Stale trials of dead drivers are failed and retried once."""
         # Failed trials do not count (stale ones come back as WAITING, which `ask` pops first).
         counted = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
         with self.lock:
-            recovered = recover_stale(self.study, set(self.inflight), self.cfg.stale_after_s)
-            for number in recovered:
-                self.console.print(f"trial {number}: its driver is gone; failed and re-enqueued")
-            self.outcome.recovered += recovered
+            for stale in recover_stale(self.study, set(self.inflight), self.cfg.stale_after_s):
+                self.console.print(stale.line(), highlight=False)
+                self.outcome.recovered.append(stale.number)
             if len(self.study.get_trials(deepcopy=False, states=counted)) >= self.cfg.n_trials:
                 return None
             trial = self.study.ask()
@@ -240,12 +240,9 @@ class StudyRunner:
     def _release_inflight(self) -> None:
         """On interrupt: fail this driver's running trials and re-enqueue their params for a rerun."""
         for trial in list(self.inflight.values()):
-            try:
-                self.study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
-                if trial.params:
-                    self.study.enqueue_trial(trial.params, user_attrs={"retry_of": trial.number})
-            except Exception:  # noqa: BLE001 - best effort while going down; a rerun recovers it anyway
-                pass
+            # Best effort while going down: a rerun recovers a trial left running anyway.
+            with contextlib.suppress(Exception):
+                abandon(self.study, trial, "interrupted", retry=True)
         self.inflight.clear()
 
 

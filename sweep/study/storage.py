@@ -1,7 +1,8 @@
 """Where a study lives and how drivers share it: the Optuna storage (a journal file by default, any
 RDB URL), a file lock that serialises asking among drivers on this machine, and the recovery of
-trials whose driver died (failed, then their params re-enqueued, so their stored episodes are reused:
-episode ids depend only on the resolved spec)."""
+trials whose driver died (failed, then their params re-enqueued once as a retry, so their stored
+episodes are reused: episode ids depend only on the resolved spec). The sampler draws by trial slot
+(`sweep.study.seeding`), so neither a rerun nor a second driver repeats a configuration."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import socket
 import time
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -17,10 +19,11 @@ from typing import Any
 import optuna
 from optuna.storages import BaseStorage, JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend
-from optuna.trial import FrozenTrial, TrialState
+from optuna.trial import FrozenTrial, Trial, TrialState
 
 from sweep.config import ConfigError
-from sweep.study.config import PRUNERS, SAMPLERS, StudySetup
+from sweep.study.config import PRUNERS, StudySetup
+from sweep.study.seeding import ABANDONED, KILLS, RETRY_OF, SlotSampler
 
 
 def _start_ticks(pid: int) -> int | None:
@@ -99,7 +102,7 @@ def open_study(setup: StudySetup, lock: StudyLock) -> optuna.Study:
     """Create or load the study; a study of that name created from another config is refused."""
     cfg = setup.cfg
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sampler = SAMPLERS.build(cfg.sampler.name, cfg.sampler.args)
+    sampler = SlotSampler(cfg.sampler.name, cfg.sampler.args)  # draws by trial slot, not by process
     pruner = PRUNERS.build(cfg.pruner.name, cfg.pruner.args) if cfg.pruner else optuna.pruners.NopPruner()
     with lock:  # one creator at a time: a fresh RDB file hit by several processes at once breaks
         storage = open_storage(setup.storage_url())
@@ -145,17 +148,59 @@ def is_stale(t: FrozenTrial, stale_after_s: float) -> bool:
     return time.time() - beat > stale_after_s
 
 
-def recover_stale(study: optuna.Study, mine: set[int], stale_after_s: float) -> list[int]:
-    """Fail every stale running trial (not one of `mine`) and enqueue its params again. Call under
-    the study lock. Returns the numbers of the trials it failed."""
+@dataclass(frozen=True)
+class Recovered:
+    """A stale trial `recover_stale` failed; `retry`: the number of its retry's original, when
+    re-enqueued; `drew`: whether it had drawn its params."""
+
+    number: int
+    drew: bool
+    retry: int | None
+
+    def line(self) -> str:
+        """What the driver says about it: one line; a warning when it is not retried."""
+        if self.retry is not None:
+            return f"trial {self.number}: its driver is gone; failed, re-enqueued (a retry of {self.retry})"
+        if not self.drew:
+            return f"trial {self.number}: its driver went before it drew params; failed, its slot drawn anew"
+        return (
+            f"[yellow]warning: trial {self.number}: its driver died again running a retry; failed, "
+            "not retried a second time[/]"
+        )
+
+
+def abandon(study: optuna.Study, trial: FrozenTrial | Trial, why: str, retry: bool) -> int | None:
+    """Fail running `trial` whose driver went (`why`: "killed" or "interrupted"); with `retry` and
+    params, enqueue them again, marked as a retry of the first trial that ran them. Returns that
+    trial's number when enqueued. Raises `UpdateFinishedTrialError` if it finished meanwhile."""
+    now = study._storage.get_trial(trial._trial_id)  # a Trial object's own copy may lag
+    params = now.params or now.system_attrs.get("fixed_params") or {}  # a retry that had not drawn yet
+    study._storage.set_trial_user_attr(now._trial_id, ABANDONED, why)
+    if not retry and params:
+        study._storage.set_trial_user_attr(now._trial_id, "error", "its driver died twice on these params")
+    study.tell(now.number, state=TrialState.FAIL, skip_if_finished=True)
+    if not (retry and params):
+        return None
+    first = int(now.user_attrs.get(RETRY_OF, now.number))
+    kills = int(now.user_attrs.get(KILLS, 0)) + (1 if why == "killed" else 0)
+    study.enqueue_trial(params, user_attrs={RETRY_OF: first, KILLS: kills})
+    return first
+
+
+def recover_stale(study: optuna.Study, mine: set[int], stale_after_s: float) -> list[Recovered]:
+    """Fail every stale running trial (not one of `mine`) and enqueue its params again, unless a
+    driver already died on them once (a trial that kills its driver must not loop). Call under the
+    study lock."""
     failed = []
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         if t.number in mine or not is_stale(t, stale_after_s):
             continue
-        study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
-        if t.params:  # none yet: it died before sampling, and a fresh ask replaces it
-            study.enqueue_trial(t.params, user_attrs={"retry_of": t.number})
-        failed.append(t.number)
+        drew = bool(t.params or t.system_attrs.get("fixed_params"))
+        try:  # nothing drawn: it died before sampling, and its slot is drawn again by a fresh ask
+            first = abandon(study, t, "killed", retry=int(t.user_attrs.get(KILLS, 0)) == 0)
+        except optuna.exceptions.UpdateFinishedTrialError:
+            continue  # told by its driver after all
+        failed.append(Recovered(t.number, drew, first))
     return failed
 
 

@@ -30,6 +30,7 @@ from search_spaces import SearchSpace, SpaceError
 from sweep.config import ConfigError, SweepConfig
 from sweep.study.spaces import check_method
 from sweep.train.config import PG_TUNED, REWARD_KEYS, REWARDS, PGConfig, TrainSetup, load_train, reward_keys
+from sweep.train.limits import StrictBool, Updates
 
 if TYPE_CHECKING:  # optuna is imported where a study runs: `sweep run` must not need it
     from optuna.trial import Trial
@@ -45,11 +46,11 @@ class TrainSpec(BaseModel):
 
     config: str  # a training YAML (relative to the study file), e.g. train_rumad_simulated.yaml
     sets: list[str] = Field(default_factory=list)  # `key=value` overrides of the training config
-    prune: bool = True
+    prune: StrictBool = True
     prune_metric: str = "return"  # a metric of each update (higher is better)
-    prune_warmup: int = Field(10, ge=1)
-    prune_window: int = Field(5, ge=1)
-    prune_startup_trials: int = Field(3, ge=1)
+    prune_warmup: Updates = 10  # counts as strict and bounded as the training's (sweep.train.limits)
+    prune_window: Updates = 5
+    prune_startup_trials: Updates = 3
 
     @field_validator("prune_metric")
     @classmethod
@@ -130,6 +131,7 @@ async def train_trial(
 ) -> str | None:  # fmt: skip
     """Train the trial's policy; its checkpoint's path, or None when the training curve was pruned.
     The trial's user attrs get the curve, the reward weights and the router's arguments."""
+    from sweep.targets import own_dir
     from sweep.train import pg, ppo
 
     train_async = pg.train_async if training.algorithm == "pg" else ppo.train_async
@@ -143,7 +145,13 @@ async def train_trial(
     def prune(history: list[dict[str, float]]) -> bool:
         return should_prune(spec, [h[metric] for h in history], finished)
 
-    outcome = await train_async(setup, agents, None, console, prune)
+    # The trial's own dir is owned as `sweep train` owns one: `sweep train --out` on it, or a second
+    # driver handed the same params, is refused (a failed trial) instead of training beside it.
+    lock = own_dir(setup.out, "train", setup.fingerprint())
+    try:
+        outcome = await train_async(setup, agents, None, console, prune)
+    finally:
+        lock.release()
     trial.set_user_attr(CURVE, [h[metric] for h in outcome.history])
     trial.set_user_attr("reward", setup.cfg.reward)
     trial.set_user_attr("method_args", {**setup.cfg.method.args, "checkpoint": str(outcome.policy)})

@@ -1,7 +1,9 @@
 """`sweep train CONFIG`: train (or resume training) a router's policy with PPO on the engine pool.
 
-Exit codes as for `sweep run`: 0 success; 2 a bad config or usage (one line, nothing started);
-1 a failure while training (the last recorded update stays on disk; rerun to resume from it)."""
+Exit codes as for `sweep run`: 0 success; 2 a bad config or usage, an output dir another command
+owns or that holds another kind of output, a damaged or foreign training state (one line, nothing
+started); 1 a failure while training, a full disk included (the last recorded update stays on disk;
+rerun to resume from it)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,11 @@ from rich.console import Console
 
 from sweep import interrupt
 from sweep.config import ConfigError
+from sweep.repair import is_disk_full
+from sweep.targets import own_dir, unwritable
 from sweep.train.config import TrainSetup, load_train
+
+_RERUN = "rerun the same command to resume from the last recorded update"
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -47,13 +53,58 @@ def run(args: argparse.Namespace) -> int:
         if args.validate:
             print(f"ok: {args.config} is a valid training ({setup.cfg.method.name}, fingerprint {setup.fingerprint()})")
             return 0
-        from sweep.train import state
-
-        state.load(setup)  # a checkpoint of another config in output_dir: refused before Ray starts
+        lock = own_dir(setup.out, "train", setup.fingerprint())  # before anything is written
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)  # plain print: one line, never wrapped
         return 2
+    try:
+        return _owned(setup, args)
+    finally:
+        lock.release()
+
+
+def _owned(setup: TrainSetup, args: argparse.Namespace) -> int:
+    """The training, once its output dir is ours: the recorded state checked, then the run."""
+    from sweep.train import state
+
+    try:
+        state.clean_temps(setup.out)  # a killed training's: nobody else writes here while we hold it
+        resume = state.load(setup)  # damaged, or another config's: refused before Ray starts
+        if resume is not None:
+            state.restore(resume, setup.out)  # the policy it names: there and the one recorded
+        _write_configs(setup)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # a full disk: _write_configs words every other failure as Unwritable
+        _no_space(e.filename or setup.out, "rerun")
+        return 1
     return _run(setup, args)
+
+
+def _no_space(where: object, then: str) -> None:
+    print(f"error: no space left on the device while writing {where}; free space and {then}", file=sys.stderr)
+
+
+def _write_configs(setup: TrainSetup) -> None:
+    """The training's config, then the base sweep's: in this order, so a dir cut short between the two
+    still reads as a training (`sweep.targets.dir_kind`), never as a sweep. Each whole or not at all."""
+    from sweep.runner import CONFIG_FILE, write_resolved_config
+
+    text = yaml.safe_dump(setup.cfg.model_dump(mode="json"), sort_keys=False)
+    for target in (setup.out / "train.resolved.yaml", setup.out / CONFIG_FILE):
+        tmp = target.with_name(f".{target.name}.tmp")  # write_resolved_config's temp file too
+        try:
+            if target.name == CONFIG_FILE:
+                write_resolved_config(setup.base, setup.out)
+            else:
+                tmp.write_text(text, encoding="utf-8")
+                tmp.replace(target)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            if is_disk_full(e):
+                raise
+            raise unwritable(target, e, "output_dir") from None
 
 
 def _tracker(setup: TrainSetup, args: argparse.Namespace) -> Any:
@@ -67,15 +118,12 @@ def _tracker(setup: TrainSetup, args: argparse.Namespace) -> Any:
 
 def _run(setup: TrainSetup, args: argparse.Namespace) -> int:
     from sweep.pool import EnginePool
-    from sweep.runner import write_resolved_config
-    from sweep.train import pg, ppo
+    from sweep.train import pg, ppo, state
 
     train = pg.train if setup.algorithm == "pg" else ppo.train
 
     err = Console(stderr=True, soft_wrap=True)
     out = Console(soft_wrap=True) if sys.stdout.isatty() else Console(width=160, soft_wrap=True)
-    write_resolved_config(setup.base, setup.out)
-    (setup.out / "train.resolved.yaml").write_text(yaml.safe_dump(setup.cfg.model_dump(mode="json"), sort_keys=False))
     tracker = _tracker(setup, args)
     interrupt.install()  # cleanup (engines, Ray) runs on SIGTERM too
     try:
@@ -84,8 +132,14 @@ def _run(setup: TrainSetup, args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         err.print("interrupted: the last recorded update is in checkpoints/; rerun the same command to resume")
         return 1
+    except state.SaveFailed as e:  # already one line: the file, why, and the update a rerun resumes from
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     except Exception as e:  # noqa: BLE001 - the CLI's last line of defence: one line, exit 1
-        print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
+        if is_disk_full(e):  # e.g. the plots or MLflow's store, after the state was recorded
+            _no_space(e.filename if isinstance(e, OSError) and e.filename else setup.out, _RERUN)
+        else:
+            print(f"error: {type(e).__name__}: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     last = outcome.history[-1] if outcome.history else {}
     out.print(

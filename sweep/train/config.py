@@ -20,6 +20,8 @@ from debate.policies.arch import HEADS
 from debate.rewards import RewardWeights
 from debate.spec import closest, stable_hash
 from sweep.config import ConfigError, SweepConfig, Tracking, apply_override, one_line, read_yaml, validate
+from sweep.errors import model_or_error
+from sweep.train import limits as lim
 
 TRAINABLE = ("rumad", "cpp")  # routers with a learned policy this trainer can update
 ALGORITHM = {"rumad": "ppo", "cpp": "pg"}  # each method's algorithm (the only one it trains with)
@@ -45,9 +47,9 @@ class MethodSpec(_Strict):
 class PolicyConfig(_Strict):
     """The network (`debate.policies.actor_critic`): Table 6's hidden size, the head, the initial log-std."""
 
-    hidden: int = Field(128, ge=1)
+    hidden: lim.Hidden = 128  # <= 65536 (limits.HIDDEN_MAX)
     head: str = "gaussian"
-    log_std_init: float = 0.0
+    log_std_init: lim.Finite = Field(0.0, ge=-20, le=20)  # std from 2e-9 to 5e8
 
     @field_validator("head")
     @classmethod
@@ -60,20 +62,21 @@ class PolicyConfig(_Strict):
 class PPOConfig(_Strict):
     """PPO (CleanRL's, on debate rounds as steps). Defaults: RUMAD Table 6 where it gives a value."""
 
-    updates: int = Field(200, ge=1)  # policy updates; raise it and rerun to train on from the last one
-    episodes_per_update: int = Field(64, ge=1)  # rollouts collected before each update
-    epochs: int = Field(4, ge=1)  # passes over each rollout batch
-    minibatches: int = Field(4, ge=1)
-    lr: float = Field(1e-4, gt=0)
-    gamma: float = Field(0.99, ge=0, le=1)
-    gae_lambda: float = Field(0.95, ge=0, le=1)
-    clip: float = Field(0.2, gt=0)
-    value_coef: float = Field(0.01, ge=0)
-    entropy_coef: float = Field(0.0, ge=0)
-    max_grad_norm: float = Field(0.5, gt=0)
-    norm_adv: bool = True
-    target_kl: float | None = Field(None, gt=0)  # stop an update's epochs early past this KL
-    seed: int = 0  # initialises the network and seeds every draw of the training
+    # Counts are bounded (sweep.train.limits): updates <= 1e6, episodes_per_update <= 1e5, epochs <= 1000
+    updates: lim.Updates = 200  # policy updates; raise it and rerun to train on from the last one
+    episodes_per_update: lim.Episodes = 64  # rollouts collected before each update
+    epochs: lim.Epochs = 4  # passes over each rollout batch
+    minibatches: lim.Episodes = 4  # at most episodes_per_update
+    lr: lim.Finite = Field(1e-4, gt=0, le=10)
+    gamma: lim.Finite = Field(0.99, ge=0, le=1)
+    gae_lambda: lim.Finite = Field(0.95, ge=0, le=1)
+    clip: lim.PositiveCoef = 0.2  # coefficients: finite, <= 1e6
+    value_coef: lim.Coef = 0.01
+    entropy_coef: lim.Coef = 0.0
+    max_grad_norm: lim.PositiveCoef = 0.5
+    norm_adv: lim.StrictBool = True
+    target_kl: lim.PositiveCoef | None = None  # stop an update's epochs early past this KL
+    seed: lim.Seed = 0  # in [0, 2**32); initialises the network and seeds every draw of the training
 
 
 class PGConfig(_Strict):
@@ -82,16 +85,16 @@ class PGConfig(_Strict):
     schedule (the first `first_stage_updates` updates reward keeping an already right answer with
     `first_stage_k`, then `reward.k`). The paper gives no values; ours are the defaults."""
 
-    updates: int = Field(60, ge=1)
-    episodes_per_update: int = Field(32, ge=1)
-    lr: float = Field(3e-4, gt=0)
-    entropy_coef: float = Field(0.01, ge=0)
-    entropy_decay: float = Field(0.97, gt=0, le=1)  # per update: coef_u = entropy_coef * decay**(u - 1)
-    first_stage_updates: int = Field(0, ge=0)  # 0: one stage, reward.k throughout
-    first_stage_k: float = Field(1.0, ge=-1, le=1)
-    norm_returns: bool = True  # returns less their (round, position) mean, over their std (a baseline; ours)
-    max_grad_norm: float = Field(1.0, gt=0)
-    seed: int = 0  # initialises the network and seeds every draw of the training
+    updates: lim.Updates = 60  # <= 1e6
+    episodes_per_update: lim.Episodes = 32  # <= 1e5
+    lr: lim.Finite = Field(3e-4, gt=0, le=10)
+    entropy_coef: lim.Coef = 0.01  # <= 1e6
+    entropy_decay: lim.Finite = Field(0.97, gt=0, le=1)  # per update: coef_u = entropy_coef * decay**(u - 1)
+    first_stage_updates: lim.Stage = 0  # 0: one stage, reward.k throughout
+    first_stage_k: lim.Finite = Field(1.0, ge=-1, le=1)
+    norm_returns: lim.StrictBool = True  # returns less their (round, position) mean, over their std (ours)
+    max_grad_norm: lim.PositiveCoef = 1.0
+    seed: lim.Seed = 0  # in [0, 2**32); initialises the network and seeds every draw of the training
 
 
 class CppPolicyConfig(_Strict):
@@ -101,10 +104,10 @@ class CppPolicyConfig(_Strict):
     output statistics truncation reads (App. C)."""
 
     encoder: str = "hashed"
-    hidden: int = Field(256, ge=1)
-    behaviour_items: int = Field(10, ge=1)
+    hidden: lim.Hidden = 256  # <= 65536
+    behaviour_items: lim.Items = 10  # <= 10000
     behaviour_split: str = ""  # "": the training dataset's split
-    behaviour_offset: int = Field(0, ge=0)
+    behaviour_offset: lim.Offset = 0  # <= 1e7, as a dataset's offset
 
     @field_validator("encoder")
     @classmethod
@@ -115,21 +118,21 @@ class CppPolicyConfig(_Strict):
 
 
 class TrainConfig(_Strict):
-    name: str = "train"  # the MLflow run's name
-    output_dir: str = "runs/train"  # checkpoints/, the final policy.npz, mlflow.db, the call cache
+    name: lim.RunName = "train"  # the MLflow run's name: 1-100 characters, a plain path component
+    output_dir: str = "runs/train"  # checkpoints/, policy.npz, mlflow.db, the call cache (see _validated)
     sweep: str  # the base sweep YAML (relative to this file): models, agents, datasets, rounds
     overrides: list[str] = Field(default_factory=list)  # `key=value` applied to the base sweep
     method: MethodSpec = MethodSpec()  # the trained router and its fixed arguments (thresholds, budget)
     policy: PolicyConfig = PolicyConfig()
-    reward: dict[str, float] = Field(default_factory=dict)  # RewardWeights fields; unset: Table 5
+    reward: dict[str, lim.RewardValue] = Field(default_factory=dict)  # RewardWeights fields; unset: Table 5
     ppo: PPOConfig = PPOConfig()
     algorithm: str | None = None  # ppo | pg; None: the method's (rumad: ppo, cpp: pg)
     pg: PGConfig = PGConfig()
     cpp: CppPolicyConfig = CppPolicyConfig()
-    checkpoint_every: int = Field(10, ge=1)  # a kept copy every k updates (the latest is kept always)
-    eval_every: int = Field(10, ge=0)  # evaluate the policy's mean every k updates (0: never)
-    eval_episodes: int = Field(64, ge=1)  # on this many fixed training items and seeds; the best is kept
-    allow_test_split: bool = False
+    checkpoint_every: lim.Every = 10  # a kept copy every k <= 1e6 updates (the latest is kept always)
+    eval_every: lim.EveryOrNever = 10  # evaluate the policy's mean every k <= 1e6 updates (0: never)
+    eval_episodes: lim.Episodes = 64  # on this many (<= 1e5) fixed training items and seeds; the best is kept
+    allow_test_split: lim.StrictBool = False
     tracking: Tracking = Tracking(experiment="debate-sweep-training")
 
     @field_validator("method", mode="before")
@@ -157,6 +160,11 @@ class TrainConfig(_Strict):
             if key not in known:
                 raise ValueError(f"reward: unknown reward weight '{key}'{closest(key, known)}; known: {', '.join(known)}")
         REWARDS[self.method.name](**self.reward)  # ranges
+        if self.ppo.minibatches > self.ppo.episodes_per_update:
+            raise ValueError(
+                f"ppo.minibatches: {self.ppo.minibatches} is more than ppo.episodes_per_update "
+                f"({self.ppo.episodes_per_update}); lower ppo.minibatches or raise ppo.episodes_per_update"
+            )
         fixed = {"checkpoint", "init_seed"} & set(self.method.args)
         if fixed:
             raise ValueError(
@@ -219,17 +227,20 @@ class TrainSetup:
         return TrainSetup(cfg, _base_sweep(cfg, self.source.parent), self.source)
 
 
+def _line(e: ValidationError) -> str:
+    err = e.errors()[0]
+    if err["type"] == "extra_forbidden":
+        key, where = str(err["loc"][-1]), ".".join(str(x) for x in err["loc"])
+        sections = (TrainConfig, PPOConfig, PolicyConfig, PGConfig, CppPolicyConfig)
+        known = sorted({f for section in sections for f in section.model_fields})
+        return f"{where}: unknown training key{closest(key, known)}; remove it or fix its spelling"
+    return one_line(e)
+
+
 def _validated(raw: dict[str, Any]) -> TrainConfig:
-    try:
-        return TrainConfig.model_validate(raw)
-    except ValidationError as e:
-        err = e.errors()[0]
-        if err["type"] == "extra_forbidden":
-            key, where = str(err["loc"][-1]), ".".join(str(x) for x in err["loc"])
-            sections = (TrainConfig, PPOConfig, PolicyConfig, PGConfig, CppPolicyConfig)
-            known = sorted({f for section in sections for f in section.model_fields})
-            raise ConfigError(f"{where}: unknown training key{closest(key, known)}; remove it or fix its spelling") from None
-        raise ConfigError(one_line(e)) from None
+    cfg = model_or_error(TrainConfig, raw, _line)
+    where = lim.training_dir(cfg.output_dir)  # before anything is written (`sweep train --validate` too)
+    return cfg if where == cfg.output_dir else cfg.model_copy(update={"output_dir": where})
 
 
 def load_train(

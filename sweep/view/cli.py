@@ -1,6 +1,8 @@
 """`sweep view OUT [OUT ...]`: browse episodes in a local web page, or `--export FILE` a static HTML
-page of some of them. Exit codes: 0 success (or Ctrl-C); 2 an unreadable output dir or a bad
-option (one line naming it and the fix)."""
+page of some of them. Exit codes: 0 success (or Ctrl-C); 2 an unreadable output dir, a bad option,
+or an --export FILE that may not or cannot be written (another file, busy, read-only); 1 a failure
+while exporting (disk full, an episode's part file unreadable). Each error is one line naming the
+field and the fix; a failed export leaves the file as it was."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any
+
+MAX_EXPORT = 100_000  # episodes in one export: each carries its full transcript
 
 
 def add_parser(sub: Any) -> None:
@@ -17,32 +21,50 @@ def add_parser(sub: Any) -> None:
     p.add_argument(
         "--export", type=Path, metavar="FILE", help="write a static HTML viewer instead of serving"
     )
-    p.add_argument("--limit", type=int, default=200, help="episodes in an export (default 200)")
+    p.add_argument(
+        "--limit", type=int, default=200, help=f"episodes in an export (default 200, at most {MAX_EXPORT})"
+    )
     p.add_argument("--method", help="export only this method (its label as the viewer shows it)")
     p.add_argument("--dataset", help="export only this dataset/split")
 
 
 def run(args: argparse.Namespace) -> int:
+    from sweep.errors import ConfigError
     from sweep.report.load import ReportInputError
     from sweep.view.data import Query, QueryError, ViewData
+    from sweep.view.episode import PartError
+    from sweep.view.export_target import DiskFull, export_target
 
-    if args.limit < 1:
-        print("error: --limit must be at least 1", file=sys.stderr)
-        return 2
+    if not 1 <= args.limit <= MAX_EXPORT:
+        return _fail(f"--limit must be from 1 to {MAX_EXPORT} episodes, got {args.limit}", 2)
+    if not 0 <= args.port <= 65535:
+        return _fail(f"--port must be from 0 to 65535 (0: any free port), got {args.port}", 2)
     try:
+        export = export_target(args.export) if args.export is not None else None  # before any data is read
         data = ViewData(list(args.out))
         query = Query(method=args.method, dataset=args.dataset)
         query.check()
-    except (ReportInputError, QueryError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    if args.export:
-        from sweep.view.export import export_html
+    except (ReportInputError, QueryError, ConfigError) as e:
+        return _fail(str(e), 2)
+    if export is None:
+        return _serve(data, args.port)
+    from sweep.view.export import export_html
 
-        n = export_html(data, args.export, query, args.limit)
-        print(f"exported {n} episodes to {args.export}")
-        return 0
-    return _serve(data, args.port)
+    try:
+        n = export_html(data, export, query, args.limit)
+    except ConfigError as e:  # refused, busy or unwritable target
+        return _fail(str(e), 2)
+    except DiskFull as e:
+        return _fail(str(e), 1)
+    except PartError as e:
+        return _fail(f"--export: {e}", 1)
+    print(f"exported {n} episodes to {export}")
+    return 0
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return code
 
 
 def _serve(data: Any, port: int) -> int:

@@ -21,6 +21,7 @@ LIST_COLUMNS = [
 OUTCOMES = ("correct", "wrong", "unparsable")
 FLIPS = ("w2r", "r2w", "none")
 MAX_LIMIT = 500
+MAX_OFFSET = 2**31 - 1  # far past any sweep; polars' slice overflows on offsets from 2**63
 
 
 class QueryError(ValueError):
@@ -44,8 +45,8 @@ class Query:
             raise QueryError(f"outcome must be one of {', '.join(OUTCOMES)}, got {self.outcome!r}")
         if self.flip not in (None, *FLIPS):
             raise QueryError(f"flip must be one of {', '.join(FLIPS)}, got {self.flip!r}")
-        if self.offset < 0 or not 1 <= self.limit <= MAX_LIMIT:
-            raise QueryError(f"need offset >= 0 and 1 <= limit <= {MAX_LIMIT}")
+        if not 0 <= self.offset <= MAX_OFFSET or not 1 <= self.limit <= MAX_LIMIT:
+            raise QueryError(f"need 0 <= offset <= {MAX_OFFSET} and 1 <= limit <= {MAX_LIMIT}")
 
 
 def _flip() -> pl.Expr:

@@ -17,13 +17,30 @@ MAX_DECISION = 200_000  # characters of a router's decision record parsed as JSO
 PHASE_ORDER = {"initial": 0, "critique": 1, "update": 2, "revise": 3}
 SEEING_PHASES = ("update", "revise")  # sources of these turns are whom the agent saw
 LIST_COLUMNS = ("active", "edge_src", "edge_tgt", "edge_weight", "max_tokens")
+TURN_COLUMNS = ("episode_id", "round", "phase", "agent")  # those read without .get()
 
 
-def _rows(path: Path, episode_id: str) -> list[dict[str, Any]]:
-    """The rows of one episode in one part file (none if the part has no such file)."""
+class PartError(ValueError):
+    """A turns/rounds part file of an opened episode cannot be read (damaged, truncated, another
+    schema); the message names the file, and the viewer answers it as an error, not a crash."""
+
+
+def _rows(path: Path, episode_id: str, needs: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The rows of one episode in one part file (none if the part has no such file); PartError when
+    the file cannot be read or lacks a column in `needs`."""
     if not path.is_file():
         return []
-    return pl.scan_parquet(path).filter(pl.col("episode_id") == episode_id).collect().to_dicts()
+    where = f"{path.parent.name}/{path.name} in {path.parent.parent}"
+    try:
+        scan = pl.scan_parquet(path)
+        missing = [c for c in needs if c not in scan.collect_schema().names()]
+        if not missing:
+            return scan.filter(pl.col("episode_id") == episode_id).collect().to_dicts()
+    # polars' Rust side panics on some malformed files (a BaseException), not only PolarsError.
+    except (OSError, pl.exceptions.PolarsError, pl.exceptions.PanicException) as e:
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        raise PartError(f"{where} cannot be read ({reason}); restore the file from a copy") from None
+    raise PartError(f"{where} lacks column(s) {', '.join(missing)}; it was not written by this sweep")
 
 
 def _plain(value: Any) -> Any:
@@ -122,13 +139,13 @@ def episode_detail(row: dict[str, Any], out: Path) -> dict[str, Any]:
     eid, part = row["episode_id"], row["_part"]
     grades = _Grades(row["dataset"], row["gold"])
     raw = sorted(
-        _rows(out / "turns" / part, eid),
+        _rows(out / "turns" / part, eid, TURN_COLUMNS),
         key=lambda t: (t["round"], PHASE_ORDER.get(t["phase"], 9), t["agent"]),
     )
     by_round: dict[int, list[dict[str, Any]]] = {}
     for t in raw:
         by_round.setdefault(int(t["round"]), []).append(_turn(t, grades))
-    rounds = {int(x["round"]): x for x in _rows(out / "rounds" / part, eid)}
+    rounds = {int(x["round"]): x for x in _rows(out / "rounds" / part, eid, ("episode_id", "round"))}
     n_rounds = max([len(row.get("round_correct") or []), *(r + 1 for r in by_round)], default=0)
     episode = {k: _plain(v) for k, v in row.items() if not k.startswith("_") and k != "method_key"}
     episode["method_spec"] = json.loads(row["method_spec"])

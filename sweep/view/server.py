@@ -5,11 +5,15 @@
     GET /api/episode?id=EPISODE_ID       rounds × agents, graphs, decisions, siblings
 
 Requests whose Host is not this loopback address are refused (a web page elsewhere cannot reach the
-results through DNS rebinding)."""
+results through DNS rebinding). Answers: 400 a bad parameter (`offset` 0..2**31-1, `limit` 1..500,
+ASCII digits only), 404 an unknown episode or path, 422 an episode whose turns/rounds part file cannot
+be read (the error names the file); every error is one line of JSON `{"error": ...}`. Every response
+carries `CSP`: the page's own script and style only, no inline code, fetches only to this server."""
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,12 +21,13 @@ from importlib.resources import files
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from sweep.view.data import Query, QueryError, ViewData
+from sweep.view.data import MAX_LIMIT, MAX_OFFSET, Query, QueryError, ViewData
+from sweep.view.episode import PartError
 
 STATIC = {"/": ("index.html", "text/html"), "/index.html": ("index.html", "text/html"),
           "/app.js": ("app.js", "text/javascript"), "/style.css": ("style.css", "text/css")}  # fmt: skip
 CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; "
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 
@@ -31,16 +36,22 @@ def static_text(name: str) -> str:
     return files("sweep.view").joinpath("static", name).read_text(encoding="utf-8")
 
 
+def _number(one: dict[str, str], name: str, default: int, low: int, high: int) -> int:
+    """Parameter `name` as a whole number in [low, high]: ASCII digits only (no sign, spaces, '_' or
+    other scripts' digits, all of which `int()` takes), at most as many digits as `high` has, so a
+    huge value is refused before it becomes an int."""
+    text = one.get(name)
+    if text is None:
+        return default
+    if re.fullmatch(f"[0-9]{{1,{len(str(high))}}}", text) and low <= int(text) <= high:
+        return int(text)
+    shown = text if len(text) <= 40 else text[:40] + "..."
+    raise QueryError(f"{name} must be a whole number from {low} to {high}, got {shown!r}")
+
+
 def parse_query(params: dict[str, list[str]]) -> Query:
-    """A `Query` from URL parameters; bad numbers raise QueryError naming the parameter."""
+    """A `Query` from URL parameters; a bad or out-of-range number raises QueryError naming it."""
     one = {k: v[-1] for k, v in params.items() if v}
-
-    def number(name: str, default: int) -> int:
-        try:
-            return int(one.get(name, default))
-        except ValueError:
-            raise QueryError(f"{name} must be an integer, got {one[name]!r}") from None
-
     return Query(
         method=one.get("method") or None,
         dataset=one.get("dataset") or None,
@@ -49,8 +60,8 @@ def parse_query(params: dict[str, list[str]]) -> Query:
         flip=one.get("flip") or None,
         parse_failures=one.get("parse", "") in ("1", "true", "yes"),
         item=one.get("item") or None,
-        offset=number("offset", 0),
-        limit=number("limit", 50),
+        offset=_number(one, "offset", 0, 0, MAX_OFFSET),
+        limit=_number(one, "limit", 50, 1, MAX_LIMIT),
     )
 
 
@@ -88,6 +99,11 @@ class Handler(BaseHTTPRequestHandler):
             self._api(url.path, parse_qs(url.query))
         except QueryError as e:
             self._json(HTTPStatus.BAD_REQUEST, {"error": str(e)})
+        except PartError as e:
+            self._json(HTTPStatus.UNPROCESSABLE_ENTITY, {"error": str(e)})
+        except Exception as e:  # noqa: BLE001 - the page gets one line, not a dropped connection
+            reason = (str(e).strip().splitlines() or [""])[0][:200]
+            self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"{type(e).__name__}: {reason}"})
 
     def _api(self, path: str, params: dict[str, list[str]]) -> None:
         if path == "/api/meta":

@@ -163,8 +163,9 @@
     const d = r.diagnostics || {};
     const diag = ["edges", "cross_ans", "src_conf", "w2r", "r2w", "acceptance", "agreement", "answer_entropy", "influence_entropy", "cost"]
       .filter((k) => d[k] !== null && d[k] !== undefined).map((k) => `${k} ${fmt(d[k])}`).join(" · ");
-    const grid = el("div", { class: "agents", style: `grid-template-columns: repeat(${e.n_agents}, minmax(0, 1fr))` },
-      r.agents.map((turns, a) => renderAgent(r, a, turns, active.has(a), e)));
+    const grid = el("div", { class: "agents" }, r.agents.map((turns, a) => renderAgent(r, a, turns, active.has(a), e)));
+    // Set through the CSSOM: a style="" attribute is inline style, which the pages' CSP refuses.
+    grid.style.gridTemplateColumns = `repeat(${e.n_agents}, minmax(0, 1fr))`;
     const box = el("div", { class: "round", "data-round": r.round },
       el("h3", {}, `Round ${r.round} — vote `, el("span", { class: "vote", "data-field": "vote" }, fmt(r.vote)), " ",
         mark(r.vote === null ? null : r.vote_correct), ` (gold ${e.gold}) · `,
