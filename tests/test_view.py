@@ -222,5 +222,9 @@ def test_view_cli_errors_and_export(
         == 0
     )
     assert "exported 5 episodes" in capsys.readouterr().out
-    assert main(["view", str(sim_out), "--export", str(tmp_path / "y.html"), "--dataset", "gsm8k/test"]) == 0
-    assert "exported 0 episodes" in capsys.readouterr().out
+    assert main(["view", str(sim_out), "--export", str(tmp_path / "y.html"), "--dataset", "gsm8k/test"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --dataset: no episodes of 'gsm8k/test' here")
+    assert not (tmp_path / "y.html").exists()
+    assert main(["view", str(sim_out), "--export", str(tmp_path / "y.html"), "--method", "cott"]) == 2
+    assert "(did you mean 'cot'?)" in capsys.readouterr().err

@@ -285,14 +285,42 @@ def test_an_unreadable_part_is_an_error_naming_it(
         srv.server_close()
 
 
-def test_an_export_over_an_unreadable_part_fails_in_one_line_writing_nothing(
+def test_an_export_whose_every_episode_is_unreadable_is_refused_writing_nothing(
     sim_out: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out, _ = damage(sim_out, tmp_path, "turns")
+    out, _ = damage(sim_out, tmp_path, "turns")  # the sweep's only turns part
     path = tmp_path / "out" / "view.html"
-    assert export(out, path) == 1
-    assert "cannot be read" in one_error_line(capsys)
+    assert export(out, path) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert (
+        err[-1]
+        == "error: --export: no matching episode could be read (see the warnings above); rerun the sweep"
+    )
+    assert err[:-1] and all(line.startswith("warning: leaving out episode ") for line in err[:-1])
+    assert "turns/part-" in err[0] and "cannot be read" in err[0]
     assert sorted(p.name for p in path.parent.iterdir()) == [".view.html.lock"]  # the lock file only
+
+
+def test_an_episode_whose_part_is_unreadable_is_left_out_with_a_warning(sim_out: Path) -> None:
+    from sweep.view.episode import PartError
+    from sweep.view.export import page_html
+
+    data = ViewData([sim_out])
+    bad = data.index["episode_id"][0]
+    real = data.episode
+
+    def episode(eid: str) -> Any:
+        if eid == bad:
+            raise PartError("turns/part-x.parquet in OUT cannot be read (garbage)")
+        return real(eid)
+
+    data.episode = episode  # type: ignore[method-assign]
+    warnings: list[str] = []
+    page, n = page_html(data, Query(), 10, warnings.append)
+    assert n == 9 and warnings == [
+        f"leaving out episode {bad}: turns/part-x.parquet in OUT cannot be read (garbage)"
+    ]
+    assert bad not in page and data.index["episode_id"][1] in page
 
 
 def test_cli_bounds_are_one_line(sim_out: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -301,3 +329,21 @@ def test_cli_bounds_are_one_line(sim_out: Path, tmp_path: Path, capsys: pytest.C
         assert main(["view", str(sim_out), "--export", str(tmp_path / "v.html"), *extra]) == 2
         assert words in one_error_line(capsys)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("shape", ["dir", "dangling"])
+def test_a_turns_part_that_is_not_a_regular_file_is_an_error_not_an_empty_transcript(
+    sim_out: Path, tmp_path: Path, shape: str
+) -> None:
+    from sweep.view.episode import PartError
+
+    out = Path(shutil.copytree(sim_out, tmp_path / "copy"))
+    part = sorted((out / "episodes").glob("part-*.parquet"))[0]
+    eid = pq.read_table(part).column("episode_id")[0].as_py()
+    (out / "turns" / part.name).unlink()
+    if shape == "dir":
+        (out / "turns" / part.name).mkdir()
+    else:
+        (out / "turns" / part.name).symlink_to(tmp_path / "gone.parquet")
+    with pytest.raises(PartError, match=rf"turns/{part.name} in .* is not a regular file"):
+        ViewData([out]).episode(eid)

@@ -19,6 +19,7 @@ from debate.methods import Method, build_method
 from debate.policies.arch import HEADS
 from debate.rewards import RewardWeights
 from debate.spec import closest, stable_hash
+from sweep import paths
 from sweep.config import ConfigError, SweepConfig, Tracking, apply_override, one_line, read_yaml, validate
 from sweep.errors import model_or_error
 from sweep.train import limits as lim
@@ -231,8 +232,10 @@ def _line(e: ValidationError) -> str:
     err = e.errors()[0]
     if err["type"] == "extra_forbidden":
         key, where = str(err["loc"][-1]), ".".join(str(x) for x in err["loc"])
-        sections = (TrainConfig, PPOConfig, PolicyConfig, PGConfig, CppPolicyConfig)
-        known = sorted({f for section in sections for f in section.model_fields})
+        sections: dict[str, type[BaseModel]] = {"ppo": PPOConfig, "policy": PolicyConfig, "pg": PGConfig}
+        sections |= {"cpp": CppPolicyConfig, "tracking": Tracking, "method": MethodSpec}
+        section = str(err["loc"][0]) if len(err["loc"]) > 1 else ""
+        known = sorted(sections.get(section, TrainConfig).model_fields)
         return f"{where}: unknown training key{closest(key, known)}; remove it or fix its spelling"
     return one_line(e)
 
@@ -240,6 +243,8 @@ def _line(e: ValidationError) -> str:
 def _validated(raw: dict[str, Any]) -> TrainConfig:
     cfg = model_or_error(TrainConfig, raw, _line)
     where = lim.training_dir(cfg.output_dir)  # before anything is written (`sweep train --validate` too)
+    if cfg.tracking.uri is not None:
+        paths.file_url(cfg.tracking.uri, "tracking.uri")  # as a sweep's: no system place, a file of its kind
     return cfg if where == cfg.output_dir else cfg.model_copy(update={"output_dir": where})
 
 
@@ -282,7 +287,11 @@ def _base_sweep(cfg: TrainConfig, here: Path) -> SweepConfig:
                 f"(overrides: [datasets.{i}.split=train]) or set allow_test_split: true"
             )
     if base.rounds < 1:
-        raise ConfigError("rounds: a policy that routes debate rounds needs rounds >= 1 in the base sweep")
+        raise ConfigError(
+            "rounds: a policy that routes debate rounds needs rounds >= 1 in the base sweep; set rounds: 1 or more"
+        )
     if len(base.team()) < 2:
-        raise ConfigError("agents: a policy that routes between agents needs at least 2 seats in the base sweep")
+        raise ConfigError(
+            "agents: a policy that routes between agents needs at least 2 seats in the base sweep; add a seat"
+        )
     return base

@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         data = ViewData(list(args.out))
         query = Query(method=args.method, dataset=args.dataset)
         query.check()
+        data.check_known(query)
     except (ReportInputError, QueryError, ConfigError) as e:
         return _fail(str(e), 2)
     if export is None:
@@ -56,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail(str(e), 2)
     except DiskFull as e:
         return _fail(str(e), 1)
-    except PartError as e:
-        return _fail(f"--export: {e}", 1)
+    except PartError as e:  # every matching episode unreadable: bad input, as for `sweep report`
+        return _fail(f"--export: {e}", 2)
     print(f"exported {n} episodes to {export}")
     return 0
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 
+from debate.spec import closest
 from sweep.report.load import read_episodes, with_methods
 from sweep.view.episode import episode_detail
 
@@ -82,6 +83,18 @@ class ViewData:
             "flips": list(FLIPS),
             "simulated": bool(ix["simulated"].all()),
         }
+
+    def check_known(self, q: Query) -> None:
+        """QueryError when `q` names a method, dataset or team these dirs do not hold (a typo would
+        otherwise select nothing and export an empty page)."""
+        wanted = {"--method": ("method_label", q.method), "--dataset": ("dataset_split", q.dataset)}
+        for flag, (column, value) in {**wanted, "--team": ("team", q.team)}.items():
+            known = sorted(self.index[column].unique().to_list())
+            if value is not None and value not in known:
+                shown = ", ".join(known[:8]) + (", ..." if len(known) > 8 else "")
+                raise QueryError(
+                    f"{flag}: no episodes of {value!r} here{closest(value, known)}; known: {shown}"
+                )
 
     def matching(self, q: Query) -> pl.DataFrame:
         ix = self.index

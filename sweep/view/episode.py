@@ -6,6 +6,7 @@ bound here and rendered as text (never as HTML) by the page."""
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -28,9 +29,11 @@ class PartError(ValueError):
 def _rows(path: Path, episode_id: str, needs: tuple[str, ...]) -> list[dict[str, Any]]:
     """The rows of one episode in one part file (none if the part has no such file); PartError when
     the file cannot be read or lacks a column in `needs`."""
-    if not path.is_file():
-        return []
     where = f"{path.parent.name}/{path.name} in {path.parent.parent}"
+    if not os.path.lexists(path):
+        return []  # this part wrote no such rows
+    if path.is_symlink() or not path.is_file():  # a dir or a link in its place: not ours to follow
+        raise PartError(f"{where} is not a regular file; move it aside and rerun the sweep to rewrite it")
     try:
         scan = pl.scan_parquet(path)
         missing = [c for c in needs if c not in scan.collect_schema().names()]

@@ -12,11 +12,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
+from sweep.report.parts import stderr_warning
 from sweep.targets import own_beside
 from sweep.view.data import LIST_COLUMNS, Query, ViewData
+from sweep.view.episode import PartError
 from sweep.view.export_target import FIELD, MARK, export_target, write_page
 from sweep.view.server import static_text
 
@@ -53,18 +58,27 @@ def _swap(page: str, old: str, new: str) -> str:
     return page.replace(old, new)
 
 
-def page_html(data: ViewData, query: Query, limit: int) -> tuple[str, int]:
-    """The static viewer of the first `limit` episodes matching `query`, and how many it holds.
-    Raises `sweep.view.episode.PartError` when an episode's turns or rounds cannot be read."""
+def page_html(
+    data: ViewData, query: Query, limit: int, warn: Callable[[str], None] = stderr_warning
+) -> tuple[str, int]:
+    """The static viewer of the first `limit` episodes matching `query`, and how many it holds. An
+    episode whose turns or rounds part cannot be read is left out with a warning naming the part;
+    `PartError` when every matching episode is left out that way."""
     hits = data.matching(query).head(limit)
-    rows = hits.select(LIST_COLUMNS).to_dicts()
-    keep = set(hits["episode_id"].to_list())
     details = {}
     for eid in hits["episode_id"].to_list():
-        detail = data.episode(eid)
+        try:
+            detail = data.episode(eid)
+        except PartError as e:
+            warn(f"leaving out episode {eid}: {e}")
+            continue
         assert detail is not None  # the id came from the index
-        detail["siblings"] = [s for s in detail["siblings"] if s["episode_id"] in keep]
         details[eid] = detail
+    if hits.height and not details:
+        raise PartError("no matching episode could be read (see the warnings above); rerun the sweep")
+    rows = hits.filter(pl.col("episode_id").is_in(list(details))).select(LIST_COLUMNS).to_dicts()
+    for detail in details.values():
+        detail["siblings"] = [s for s in detail["siblings"] if s["episode_id"] in details]
     meta = data.meta()
     meta["episodes"] = len(rows)
     payload = {"meta": meta, "rows": rows, "details": details}
