@@ -14,6 +14,9 @@ that cannot be written is one line too (`Unwritable`, exit 2), never an `OSError
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 from pathlib import Path
 
 from sweep.errors import ConfigError
@@ -99,3 +102,46 @@ def _fix(kind: str) -> str | None:
     if kind in ("sweep", "study"):
         return None  # DirLock's own words: wait, another dir, or --join
     return "wait for it to finish, or use another output dir (--out)"
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Replace `path` by `data` whole or not at all: a temp file of a unique name beside it (with the
+    mode a plain write gives), synced, renamed over it, the dir synced. An `OSError` is raised as it
+    came, and no temp file is left."""
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "wb") as fh:
+            with contextlib.suppress(OSError):  # some file systems have no modes
+                os.fchmod(fh.fileno(), 0o666 & ~_umask())  # as a plain write would: mkstemp makes 0600
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        tmp = None
+        _sync_dir(path.parent)
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _sync_dir(path: Path) -> None:
+    """fsync a directory so the rename survives a crash (best effort: not every file system can)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it (`os.umask` sets it, racing other threads)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o077  # unknown: keep the page private

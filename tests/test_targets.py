@@ -11,7 +11,16 @@ import pytest
 
 from sweep.errors import ConfigError
 from sweep.ownership import LOCK_FILE, OutputBusy
-from sweep.targets import REPORT_MARK, Unwritable, dir_kind, own_beside, own_dir, refuse_other_kind
+from sweep.targets import (
+    REPORT_MARK,
+    Unwritable,
+    _umask,
+    dir_kind,
+    own_beside,
+    own_dir,
+    refuse_other_kind,
+    replace_file,
+)
 
 
 @pytest.mark.parametrize(
@@ -135,3 +144,20 @@ def test_sweep_run_into_a_training_dir_is_refused(tmp_path: Path, capsys: pytest
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "holds a training, not a sweep's results" in err[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_replace_file_is_whole_or_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "page.html"
+    target.write_bytes(b"old")
+    replace_file(target, b"new")
+    assert target.read_bytes() == b"new" and sorted(p.name for p in tmp_path.iterdir()) == ["page.html"]
+    assert target.stat().st_mode & 0o777 == 0o666 & ~_umask()  # as a plain write, not mkstemp's 0600
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError) as e:
+        replace_file(target, b"newer")
+    assert e.value.errno == errno.ENOSPC
+    assert target.read_bytes() == b"new" and sorted(p.name for p in tmp_path.iterdir()) == ["page.html"]

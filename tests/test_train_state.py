@@ -36,24 +36,20 @@ from sweep.pool import build_agents
 from sweep.targets import dir_kind, own_dir
 from sweep.train import state
 from sweep.train.config import TrainSetup, load_train
+from tests.test_train import BASE as SMALL_BASE
+from tests.test_train import TRAIN as SMALL_TRAIN
 
+# test_train's small training, smaller: a real run here only has to reach its first save.
 BASE: dict[str, Any] = {
-    "models": {"strong": {"engine": "simulated", "args": {"skill": 0.8}}, "weak": {"engine": "simulated"}},
-    "agents": ["strong", {"model": "weak", "count": 2}],
+    **SMALL_BASE,
     "datasets": [{"name": "arith", "split": "train", "limit": 6}],
-    "methods": ["cot"],
-    "rounds": 2,
     "concurrency": 4,
-    "cache": False,
 }
 TRAIN: dict[str, Any] = {
-    "name": "t",
-    "sweep": "base.yaml",
-    "method": {"name": "rumad", "args": {"budget": 3, "prompt_style": "rumad"}},
+    **SMALL_TRAIN,
     "policy": {"hidden": 8},
     "ppo": {"updates": 2, "episodes_per_update": 2, "epochs": 1, "minibatches": 1, "seed": 0},
     "checkpoint_every": 5,
-    "tracking": {"enabled": False},
 }
 # torch's words for a write that failed (torch.save to a path, on a full disk)
 ENFORCE = (
@@ -322,7 +318,9 @@ def test_a_policy_of_another_method_is_refused_when_a_kind_is_asked(tmp_path: Pa
     _policy(tmp_path / "rumad.npz")
     arch = PruningArch(3, dim=8, hidden=4)
     ckpt.save_checkpoint(tmp_path / "cpp.npz", arch.to_dict(), pruning_weights(build_pruning(arch, 0)), {})
-    assert ckpt.load(str(tmp_path / "rumad.npz"), kind="rumad") and ckpt.load(str(tmp_path / "cpp.npz"), kind="cpp")
+    assert ckpt.load(str(tmp_path / "rumad.npz"), kind="rumad") and ckpt.load(
+        str(tmp_path / "cpp.npz"), kind="cpp"
+    )
     with pytest.raises(ckpt.CheckpointError) as e:
         ckpt.load(str(tmp_path / "rumad.npz"), kind="cpp")
     assert one_line(str(e.value)) == (

@@ -5,11 +5,8 @@ file (its first line says so), one writer at a time, atomically; anything else i
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +15,7 @@ import yaml
 from sweep import paths
 from sweep.config import ConfigError, validate
 from sweep.study.config import StudySetup, base_file, is_test_split
-from sweep.targets import own_beside, unwritable
+from sweep.targets import own_beside, replace_file, unwritable
 
 HEADER = "# best params of study"  # the first line of every file `--best` writes: "an earlier one"
 
@@ -100,19 +97,6 @@ def check_target(path: Path) -> None:
             )
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
 def write_best(setup: StudySetup, dest: str) -> int:
     """Write the best params (every Pareto trial) as a sweep config on the test split; the exit code."""
     from sweep.study.storage import best_trials
@@ -131,7 +115,7 @@ def write_best(setup: StudySetup, dest: str) -> int:
     lock = own_beside(path, "--best file", "--best")
     try:
         check_target(path)  # again, under the lock: another writer may have put a file there
-        _write_atomic(path, "\n".join(lines) + "\n" + yaml.safe_dump(raw, sort_keys=False))
+        replace_file(path, ("\n".join(lines) + "\n" + yaml.safe_dump(raw, sort_keys=False)).encode())
     except OSError as e:
         if e.errno in (errno.ENOSPC, errno.EDQUOT):
             print(f"error: no space left on the device for {path}; free space and rerun", file=sys.stderr)

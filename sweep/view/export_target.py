@@ -10,16 +10,14 @@ disk or quota fills up while writing, a failure while working: free space and ru
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from sweep.errors import ConfigError
 from sweep.paths import place
-from sweep.targets import unwritable
+from sweep.targets import replace_file, unwritable
 
 FIELD = "--export"
 MARK = '<meta name="generator" content="debate-sweep view export">'
@@ -84,18 +82,8 @@ def export_target(value: object) -> Path:
 
 def write_page(path: Path, text: str) -> None:
     """Replace `path` by `text` atomically (see the module docstring); the parent dir must exist."""
-    tmp: str | None = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "wb") as fh:
-            with contextlib.suppress(OSError):  # some file systems have no modes
-                os.fchmod(fh.fileno(), 0o666 & ~_umask())  # as a plain write would: mkstemp makes 0600
-            fh.write(text.encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        tmp = None
-        _sync_dir(path.parent)
+        replace_file(path, text.encode("utf-8"))
     except OSError as e:
         if e.errno in _FULL:
             raise DiskFull(
@@ -103,28 +91,3 @@ def write_page(path: Path, text: str) -> None:
                 "run the export again"
             ) from None
         raise unwritable(path, e, FIELD) from None
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-
-
-def _sync_dir(path: Path) -> None:
-    """fsync a directory so the rename survives a crash (best effort: not every file system can)."""
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def _umask() -> int:
-    """The process's umask, read without changing it (`os.umask` sets it, racing other threads)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o077  # unknown: keep the page private
