@@ -79,14 +79,18 @@ async def run_episode(
     state = DebateState(n=n, routing_seed=seeds("routing"), rounds=total, question=question_block(sample))
     style = method.prompt_style
 
-    opening = getattr(method.router, "opening", None)
+    router = method.router
+    bind = getattr(router, "for_item", None)
+    if bind is not None:  # a router that reads its item in the driver (the oracle: the gold, never shown)
+        router = bind(sample, grader)
+    opening = getattr(router, "opening", None)
     first: Decision | None = opening(state) if opening is not None else None
     turns = await _respond(initial_calls(sample, n, style), seats, first, sample, grader, 0, seeds, style)
     state = state.advance(tuple(next_view(None, t) for t in turns), tuple(turns), first)
 
     for r in range(1, total + 1):
-        assert method.router is not None
-        decided = method.router.route(state, rng)
+        assert router is not None
+        decided = router.route(state, rng)
         decision: Decision = await decided if inspect.isawaitable(decided) else decided
         done: list[Turn] = []
         for phase in method.phases:

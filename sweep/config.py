@@ -19,7 +19,7 @@ from pydantic import (
 
 from actors.registry import check_engine_args, engine_names
 from data.registry import benchmark_names
-from debate.methods import build_method
+from debate.methods import METHODS, build_method
 from debate.spec import closest, stable_hash
 from sweep import paths
 from sweep.errors import FIXES, ConfigError, model_or_error
@@ -195,6 +195,16 @@ class SweepConfig(_Strict):
             raise ValueError("seeds: a seed appears twice; list each seed once")
         if len(self.team()) > 1024:
             raise ValueError(f"agents: {len(self.team())} seats in all; at most 1024")
+        seats = [(j, a.model, self.models[a.model].engine) for j, a in enumerate(self.agents)]
+        for i, m in enumerate(self.methods):  # a method bound to one engine (the oracle reads the gold)
+            only: tuple[str, str] = getattr(METHODS[m.name].params, "ENGINE_ONLY", ("", ""))  # (engine, why)
+            for j, name, engine in seats:
+                if only[0] and engine != only[0]:
+                    fix = f"use {only[0]} models only, or drop {m.name}"
+                    raise ValueError(
+                        f"methods[{i}]: {m.name} {only[1]} and runs only on the {only[0]} engine; "
+                        f"agents[{j}] ('{name}') runs on '{engine}': {fix}"
+                    )
         return self
 
     def team(self) -> list[str]:

@@ -1,0 +1,117 @@
+"""Rules of thumb beside the learned methods: what a simple, honest rule gets without training.
+
+- `silent` — round 0's vote, no debate: every agent answers once and the final answer is round 0's
+  majority vote, whatever `rounds` says. It costs exactly round 0 (the call seeds are those of any
+  debate's round 0 on the same team and seed, so the call cache pays once). The floor every debate
+  method must beat to earn its extra rounds; on one model it equals `cot_sc` with `m` = the team size.
+- `least_confident` — RUMAD's budget (`specs/methods.md` §RUMAD) without its policy: each debate
+  round the `k` agents with the lowest last stated confidence (ties: the lower seat) speak and see
+  every other agent; the others keep their answers at no cost. Once `budget` activations after
+  round 0 are spent nobody speaks (the round that would exceed it activates only what is left). It
+  approximates RUMAD's controller by the one signal a calibrated team gives for free: who doubts.
+- `confidence_keep` — CPP's keep/prune decisions (`specs/methods.md` §CPP) as a fixed threshold:
+  agent i keeps a peer's previous response when that peer stated confidence >= `keep_at`, and hides
+  its own previous response when its own confidence <= `hide_own_at`. Every agent speaks every round.
+  It stands for what CPP's pruner could learn from confidence alone; its decision record has CPP's
+  shape (`keep[i][k] = [candidate, kept, p]`, p 1 or 0), so CPP's reward reads it. Protocol `update`.
+
+None draws from the router rng: given the seed (the engines' call seeds), each gives the same episodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from debate.cpp_reward import order
+from debate.decision import Decision
+from debate.graph import Graph
+from debate.policies.observation import activations
+from debate.registry import method
+from debate.state import DebateState
+
+
+@method("silent", protocol=None)
+@dataclass(frozen=True)
+class Silent:
+    """Round 0's majority vote over the whole team, no debate round (see the module docstring)."""
+
+
+def _budget_left(budget: int, state: DebateState) -> int:
+    """Activations `budget` still allows before this round (round 0 not counted)."""
+    return max(0, budget - int(activations(state).sum()))
+
+
+def least_confident(confidences: tuple[int, ...], k: int) -> list[int]:
+    """The `k` seats with the lowest confidence, ties to the lower seat, in seat order."""
+    ranked = sorted(range(len(confidences)), key=lambda i: (confidences[i], i))
+    return sorted(ranked[: max(0, k)])
+
+
+@method("least_confident")
+@dataclass(frozen=True)
+class LeastConfident:
+    """The `k` least confident agents speak, seeing everyone, within `budget` activations (see the
+    module docstring)."""
+
+    k: int = 2
+    budget: int = 12  # RUMAD's default B
+    LABEL: ClassVar[tuple[str, ...]] = ("k", "budget")
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ValueError(f"least_confident: k must be >= 1 agents per round, got {self.k}")
+        if self.budget < 0:
+            raise ValueError(f"least_confident: budget must be >= 0 activations, got {self.budget}")
+
+    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+        n, left = state.n, _budget_left(self.budget, state)
+        speakers = least_confident(state.confidences(), min(self.k, left))
+        edges = [(s, t) for t in speakers for s in range(n) if s != t]
+        return Decision(Graph(n, edges), active=frozenset(speakers), record={"budget_left": left})
+
+
+def _update_only(args: Mapping[str, Any]) -> None:
+    if args.get("protocol") != "update":
+        raise ValueError(
+            "method confidence_keep: an own response is hidden from the update prompt; use protocol 'update'"
+        )
+
+
+@method("confidence_keep", check=_update_only)
+@dataclass(frozen=True)
+class ConfidenceKeep:
+    """CPP-style pruning by stated confidence: keep confident peers, hide an unsure own response (see
+    the module docstring)."""
+
+    keep_at: int = 4
+    hide_own_at: int = 2
+    LABEL: ClassVar[tuple[str, ...]] = ("keep_at", "hide_own_at")
+
+    def __post_init__(self) -> None:
+        # keep_at 6 keeps no peer and hide_own_at 0 hides nothing: the rule's two "off" ends
+        if not 1 <= self.keep_at <= 6:
+            raise ValueError(f"confidence_keep: keep_at must be in 1..6 (6: keep none), got {self.keep_at}")
+        if not 0 <= self.hide_own_at <= 5:
+            raise ValueError(
+                f"confidence_keep: hide_own_at must be in 0..5 (0: hide none), got {self.hide_own_at}"
+            )
+
+    def keeps(self, agent: int, candidate: int, confidences: tuple[int, ...]) -> bool:
+        """Whether `agent` keeps `candidate`'s previous response (its own when they are the same)."""
+        if candidate == agent:
+            return confidences[agent] > self.hide_own_at
+        return confidences[candidate] >= self.keep_at
+
+    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+        n, conf = state.n, state.confidences()
+        keep = [[self.keeps(i, j, conf) for j in order(i, n)] for i in range(n)]  # keep[i][k]: order(i)[k]
+        edges = [(order(i, n)[k], i) for i in range(n) for k in range(1, n) if keep[i][k]]
+        hidden = frozenset(i for i in range(n) if not keep[i][0])
+        record = {
+            "keep": [[[order(i, n)[k], keep[i][k], float(keep[i][k])] for k in range(n)] for i in range(n)]
+        }
+        return Decision(Graph(n, edges), record=record, hidden_own=hidden)
