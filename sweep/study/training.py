@@ -132,7 +132,7 @@ async def train_trial(
     """Train the trial's policy; its checkpoint's path, or None when the training curve was pruned.
     The trial's user attrs get the curve, the reward weights and the router's arguments."""
     from sweep.targets import own_dir
-    from sweep.train import pg, ppo
+    from sweep.train import pg, ppo, state
 
     train_async = pg.train_async if training.algorithm == "pg" else ppo.train_async
     setup = trial_training(training, out, params)
@@ -149,6 +149,7 @@ async def train_trial(
     # driver handed the same params, is refused (a failed trial) instead of training beside it.
     lock = own_dir(setup.out, "train", setup.fingerprint())
     try:
+        state.clean_temps(setup.out)  # a killed trial's temp files, as `sweep train` removes them
         outcome = await train_async(setup, agents, None, console, prune)
     finally:
         lock.release()
