@@ -8,10 +8,13 @@ The policy (the README's "Benchmarks and graders" has it in prose):
    "it's C". It is void when it names several letters ('B or C', '(B) and (D)', a JSON list), when a later
    statement rules its letter out ('C is wrong'); a correction right after it names another letter
    instead ('The answer is B. Wait, no, C.' is C; after 'actually' or 'rather' it is void). A letter
-   outside the options is no answer either.
-3. Without a positive statement: a last line that is only a letter, or an option's text; else the one
-   letter the text mentions without ruling it out. An option-by-option walkthrough, 'A is wrong', 'B or
-   C' and 'Between A and B' commit to no single letter: unparsable.
+   outside the options is no answer either. It is void too when an earlier pick names another letter
+   with nothing between that moves on ('Answer: B' then 'Answer: D'), or when its sentence offers
+   another beside a word of doubt ('B, or maybe D', 'B (or possibly D)'): ambiguous.
+3. Without a positive statement: a last line that is only a letter, or an option's text; else an
+   option-by-option walkthrough that marks exactly one option correct (`data.walkthrough`); else the
+   one letter the text mentions without ruling it out. 'A is wrong', 'B or C' and 'Between A and B'
+   commit to no single letter: unparsable.
 An answer labelled with one letter but giving another option's text is unparsable.
 """
 
@@ -21,10 +24,12 @@ import re
 from collections.abc import Sequence
 
 from data.graded import AMBIGUOUS, NO_ANSWER, REFUSED, Graded
+from data.hedges import moves_on
 from data.letters import Mention, is_prose, prose_mentions, revision_letter, statement_mention
 from data.statements import REVISION, SELF_CORRECTION, statements, unquoted
 from data.textutil import boxed_contents, prepare
 from data.types import AnswerKind, Verdict
+from data.walkthrough import marked_option
 
 _LETTER_TOKEN = re.compile(r"(?<![\w'’])(?P<open>[(\[])?(?P<letter>[A-Z])(?P<close>[)\]])?(?![\w'’])")
 _WHOLE_LETTER = re.compile(r"[(\[]?([A-Za-z])[)\].:]?")
@@ -35,6 +40,12 @@ _NO_MATCH = ""  # _option_by_text's "the options disagree with the letter given"
 _REVISION_WINDOW = 120
 _LIST = re.compile(r"\s*\[\s*[\"']?[A-Za-z][\"']?\s*(?:,|$)")  # '["A", "B"]', or the '["A"' of a broken reply
 _ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_DOUBT = re.compile(
+    r"(?i)\b(?:or|maybe|perhaps|possibly|possible|alternatively|also|could|might|unsure|not\s+sure)\b"
+)
+_CONCLUDING = re.compile(r"(?i)(?:so|thus|therefore|hence)\b")
+_OR_NEXT = re.compile(r"(?i)[\s*]*(?:or|maybe|perhaps|possibly|alternatively)\b")
+_SENTENCE_STOP = re.compile(r"[.!?](?=\s|$)|\n")
 Read = tuple[str | None, str]
 
 
@@ -74,6 +85,8 @@ def read_choice(output: object, n_choices: int = 4, choices: Sequence[str] = ())
     rest = unquoted(text, found)  # 'Agent 2's answer is B' names no letter of this reply's
     if options and (by_text := _option_by_text(_last_line(rest), options)) is not None:
         return (by_text, "") if by_text else (None, AMBIGUOUS)
+    if (marked := marked_option(rest, valid)) is not None:
+        return marked, ""  # 'A) ... incorrect. B) ... correct. C) ... incorrect.'
     return _fallback(rest, mentions, valid)
 
 
@@ -87,6 +100,8 @@ def _final(text: str, chosen: Mention, mentions: list[Mention], valid: str) -> R
     letter = chosen.letters[0]
     if any(not m.positive and m.start > chosen.start and letter in m.letters for m in mentions):
         return None, AMBIGUOUS
+    if _rival(text, chosen, mentions) or _hedged(text, chosen, mentions, valid):
+        return None, AMBIGUOUS
     window = text[chosen.end : chosen.end + _REVISION_WINDOW]
     for cue in REVISION.finditer(window):
         other = revision_letter(window, cue.end(), valid)
@@ -94,6 +109,42 @@ def _final(text: str, chosen: Mention, mentions: list[Mention], valid: str) -> R
             outright = SELF_CORRECTION.match(cue[0]) is not None and other != "?"
             return (other, "") if outright else (None, AMBIGUOUS)  # 'Wait, no, C.' is C
     return letter, ""
+
+
+def _rival(text: str, chosen: Mention, mentions: list[Mention]) -> bool:
+    """Whether the nearest earlier pick names another letter with nothing between that moves on:
+    'Answer: B' then 'Answer: D', or 'B is correct. ... D is correct.' pick two."""
+    for m in reversed([m for m in mentions if m.positive and m.end <= chosen.start]):
+        if m.several or len(set(m.letters)) != 1 or m.letters == chosen.letters:
+            return False
+        # '..., so B' moves on with the pick's own first word
+        return not (moves_on(text, m.end, chosen.start) or _CONCLUDING.match(text, chosen.start))
+    return False
+
+
+def _hedged(text: str, chosen: Mention, mentions: list[Mention], valid: str) -> bool:
+    """'The answer is B, or maybe D', 'B (or possibly D)', 'I'd go with B, but D is also possible',
+    'The answer is B. Or D.': the pick's sentence (or a next one opening with 'or') names another
+    letter, not ruled out, beside a word of doubt."""
+    window = text[chosen.end : chosen.end + _REVISION_WINDOW]
+    stop = _stop(window, 0)
+    if stop < len(window) and _OR_NEXT.match(window, stop):
+        stop = _stop(window, stop)
+    if _DOUBT.search(window, 0, stop) is None:
+        return False
+    ruled_out = {x for m in mentions if not m.positive and m.start >= chosen.end for x in m.letters}
+    for token in _LETTER_TOKEN.finditer(window, 0, stop):
+        other = token["letter"]
+        set_off = bool(token["open"] or token["close"])
+        named = other in valid and other not in chosen.letters and other not in ruled_out
+        if named and not is_prose(window, other, token.end(), set_off):
+            return True
+    return False
+
+
+def _stop(text: str, start: int) -> int:
+    end = _SENTENCE_STOP.search(text, start)
+    return end.end() if end is not None else len(text)
 
 
 def _fallback(text: str, mentions: list[Mention], valid: str) -> Read:
@@ -177,6 +228,10 @@ class ChoiceGrader:
 
     def canonical(self, output: str) -> str | None:
         return canonical_choice(output, self.n_choices, self.choices)
+
+    def read(self, output: str) -> Read:
+        """The option letter, or None and why ('no answer', 'ambiguous', 'refused'): `canonical` with its reason."""
+        return read_choice(output, self.n_choices, self.choices)
 
     def explain(self, output: str, gold: str) -> Graded:
         """The verdict with the letter read and, when unparsable, why."""

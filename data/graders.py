@@ -1,7 +1,10 @@
 """The graders, and which one grades a sample: numbers (`data.numeric`), option letters (`data.choice`)
 and LaTeX math (`data.mathgrade`). Each grading returns 'correct', 'wrong' or 'unparsable'
 (no answer could be read: it counts as wrong and is reported apart); each grader's `explain` also
-gives the answer read and why an output is unparsable (`data.graded`).
+gives the answer read and why an output is unparsable (`data.graded`), and `read` gives the canonical
+answer with that reason. A hedge between answers ('B or C', two 'Answer:' lines that disagree, 'The
+answer is 12, so 10 are left') is unparsable with the reason 'ambiguous': never credited, and counted
+apart (the `ambiguous` column of a sweep's episodes).
 
 Model output is hostile input: every grader cuts it, reads it with linear-time regexes, and never
 evaluates it; math answers are compared by math-verify in a worker process under a CPU-time limit.

@@ -46,6 +46,7 @@ class MathChecker:
         self._proc: subprocess.Popen[bytes] | None = None
         self._child = 0  # pid of the worker's serving child
         self._buffer = b""
+        self._ready = False  # the serving child has announced itself
         self._seq = 0
         self._lock = threading.Lock()
         self.kills = 0  # how many children were killed for overrunning (for tests and reports)
@@ -55,6 +56,17 @@ class MathChecker:
         """Start the worker now rather than at the first check (it takes seconds: sympy imports)."""
         with self._lock:
             self._ensure_started()
+
+    def start_soon(self) -> None:
+        """Start the worker in the background and return at once: it warms up while the caller works,
+        and the first check that needs it waits only for what is left. Does nothing while it runs."""
+        if not self._lock.acquire(blocking=False):
+            return  # a check holds the lock: the worker is up or coming up
+        try:
+            if self._proc is None or self._proc.poll() is not None:
+                self._spawn()
+        finally:
+            self._lock.release()
 
     def equivalent(
         self, answer: str, gold: str, cpu_limit: float | None = None, kill_after: float | None = None
@@ -114,8 +126,12 @@ class MathChecker:
         self._await_ready(self.start_limit)
 
     def _ensure_started(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            return
+        if self._proc is None or self._proc.poll() is not None:
+            self._spawn()
+        if not self._ready:
+            self._await_ready(self.start_limit)
+
+    def _spawn(self) -> None:
         self._stop()
         env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
         self._proc = subprocess.Popen(
@@ -127,7 +143,7 @@ class MathChecker:
             start_new_session=True,  # a Ctrl-C at the terminal is for the caller, who then stops us
         )
         self._buffer = b""
-        self._await_ready(self.start_limit)
+        self._ready = False
 
     def _await_ready(self, limit: float) -> None:
         deadline = time.monotonic() + limit
@@ -135,6 +151,7 @@ class MathChecker:
             for message in self._read_lines(0.1):
                 if "ready" in message:
                     self._child = _pid(message["ready"])
+                    self._ready = True
                     return
         raise WorkerUnavailable(f"math worker did not get ready within {limit:.0f} s (is math-verify installed?)")
 
@@ -165,7 +182,8 @@ class MathChecker:
             if stream is not None:
                 stream.close()
         try:
-            proc.wait(timeout=2)
+            # a worker still warming up reads no input yet: stop it now rather than wait for its warm-up
+            proc.wait(timeout=2 if self._ready else 0)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)  # the zygote and its child: the session we started
             proc.wait()

@@ -3,7 +3,10 @@
 Which answer a reply commits to is `data.mathextract`'s policy. Grading goes from cheap and exact to
 expensive: (1) the normalised strings are equal; (2) both are plain rationals (`0.5`, `\\frac{1}{2}`,
 `-3`, `1\\frac{4}{5}`): exact `Fraction` equality; (3) a word answer given in `\\text{}` ('Evelyn'):
-equality ignoring case; (4) math-verify in a worker process under a CPU-time limit (`data.mathcheck`).
+equality ignoring case; (4) both are polynomials or rational functions (with `\\pi` and square roots
+of rationals): exact equality without sympy (`data.mathfast`), so most checks never wait for math-verify;
+(5) math-verify in a worker process under a CPU-time limit (`data.mathcheck`), which a grader starts in
+the background when it is made, so it is warm by the time a check needs it.
 Model text is never evaluated here: it is cut, normalised with linear-time regexes, refused when it
 looks like a computation bomb (`too_costly`) or its brackets do not balance, and only then handed to
 math-verify. An answer math-verify cannot read is unparsable ('refused'); a check that runs out of CPU
@@ -24,6 +27,7 @@ import threading
 from data.graded import ERROR, NO_ANSWER, REFUSED, TIMEOUT, Graded
 from data.mathcheck import Result, checker
 from data.mathextract import read_math
+from data.mathfast import equivalent as exact_equivalent
 from data.mathnorm import MAX_ANSWER_CHARS, exact_text, normalize, rational, too_costly
 from data.types import AnswerKind, Verdict
 
@@ -55,16 +59,24 @@ def _unbalanced(norm: str) -> bool:
     return norm.count("(") + norm.count("[") != norm.count(")") + norm.count("]")
 
 
+def read_canonical(output: str) -> tuple[str | None, str]:
+    """The canonical form of the answer in `output` (see the module doc), or None and why: 'no answer',
+    'ambiguous' (several answers, a hedge) or 'refused' (brackets that do not pair up)."""
+    answer, reason = read_math(output)
+    if answer is None:
+        return None, reason or NO_ANSWER
+    norm = normalize(answer)
+    if not norm:
+        return None, NO_ANSWER
+    if _unbalanced(norm):
+        return None, REFUSED
+    value = rational(norm)
+    return (norm if value is None else exact_text(value)), ""
+
+
 def canonical_math(output: str) -> str | None:
     """The canonical form of the answer in `output` (see the module doc), or None when there is none."""
-    answer = extract_answer(output)
-    if answer is None:
-        return None
-    norm = normalize(answer)
-    if not norm or _unbalanced(norm):
-        return None
-    value = rational(norm)
-    return norm if value is None else exact_text(value)
+    return read_canonical(output)[0]
 
 
 def _checked(answer: str, gold: str) -> Result:
@@ -87,8 +99,17 @@ class MathGrader:
 
     kind: AnswerKind = "math"
 
+    def __init__(self) -> None:
+        start_soon = getattr(checker(), "start_soon", None)  # a test's stand-in checker may not have it
+        if start_soon is not None:
+            start_soon()
+
     def canonical(self, output: str) -> str | None:
         return canonical_math(output)
+
+    def read(self, output: str) -> tuple[str | None, str]:
+        """The canonical answer, or None and why (`data.graded.REASONS`): what `canonical` gives, with its reason."""
+        return read_canonical(output)
 
     def explain(self, output: str, gold: str) -> Graded:
         """The verdict with the answer read and, when unparsable, why ('timeout' apart from the rest)."""
@@ -110,7 +131,7 @@ class MathGrader:
             return Graded("correct" if same else "wrong", shown)
         if too_costly(norm) or _unbalanced(norm):
             return Graded("unparsable", shown, REFUSED)
-        result = _checked(norm, gold_norm)
+        result = exact_equivalent(norm, gold_norm) or _checked(norm, gold_norm)
         if result == "equal":
             return Graded("correct", shown)
         if result in ("different", "gold_unparsed"):

@@ -1,6 +1,7 @@
 """LaTeX answers in one spelling, exact rationals, and the guard that refuses computation bombs.
 
-`normalize` drops what never changes an answer (delimiters, sizing, spacing, units, degrees, `$`, `%`)
+`normalize` drops what never changes an answer (delimiters, sizing, spacing, units, degrees, `$`, `%`,
+also spelled `percent` or `pct`)
 and unifies spellings (`\\dfrac`->`\\frac`, `\\frac12`->`\\frac{1}{2}`, `x=5`->`5`, `{,}`->`,`);
 `rational` reads a plain number exactly (also '1,000.5' and the mixed number '1\\frac{4}{5}');
 `too_costly` refuses what no competition answer is and could keep sympy busy for minutes. All regexes
@@ -28,7 +29,12 @@ _GROUPED_COMMA = re.compile(r"\{\s*,\s*\}")  # '14{,}916'
 _FRAC_KIND = re.compile(r"\\[dtc]frac(?![A-Za-z])")
 _TEXT_OPEN = re.compile(r"\\(?:text|textbf|textrm|textit|textnormal|mathrm|mbox|operatorname)\s*\{")
 _UNIT_TAIL = re.compile(
-    r"(?<=\S)\s*\\(?:text|textnormal|textrm|textbf|textit|mbox|mathrm)\s*\{\s*[A-Za-z][A-Za-z .]{0,30}\}(?:\^\{?[23]\}?)?\s*$"
+    r"(?<=\S)(?:\s|\\[ ,;:!])*\\(?:text|textnormal|textrm|textbf|textit|mbox|mathrm)\s*\{\s*[A-Za-z][A-Za-z .]{0,30}\}(?:\^\{?[23]\}?)?\s*$"
+)
+# '50 percent', '50\ \text{pct}', '12 per cent' inside a box: the word is a '%', which is dropped too
+_PERCENT_WORD = re.compile(
+    r"(?i)(?<=[0-9}])(?:\s|\\[ ,;:!]|~)*(?P<text>\\(?:text|textnormal|textrm|mathrm|mbox)\s*\{\s*)?"
+    r"(?:percent(?:age)?|per\s*cent|pct)\.?\s*(?(text)\}\s*)$"
 )
 _RELATIONS = tuple(
     (re.compile(rf"\\{op}q?(?![A-Za-z])"), rf"\\{op}") for op in ("le", "ge", "ne")
@@ -76,7 +82,7 @@ def normalize(answer: str) -> str:
     """A LaTeX answer in one spelling: no delimiters, sizing, spacing, units, degrees, `$` or `%`;
     `\\dfrac`->`\\frac`, `\\frac12`->`\\frac{1}{2}`, `x=5`->`5`, `(C)`->`C`, no trailing period."""
     text = unwrap(answer[: MAX_ANSWER_CHARS * 2].translate(_MINUS))
-    text = _UNIT_TAIL.sub("", _GROUPED_COMMA.sub(",", text))
+    text = _UNIT_TAIL.sub("", _PERCENT_WORD.sub("", _GROUPED_COMMA.sub(",", text)))
     text = _unwrap_text_macros(_DROP.sub(lambda m: m[1] or " ", text))
     text = _FRAC_KIND.sub(r"\\frac", text)
     for pattern, spelling in _RELATIONS:

@@ -1,11 +1,12 @@
 """LaTeX in model text: its math spans, and the one math answer a clause commits to.
 
-Spans are `$...$` (one line), `$$...$$`, `\\(...\\)` and `\\[...\\]` (display math may run over lines);
-an escaped `\\$` neither opens nor closes one. A clause commits to the span (or spans joined by 'and',
-'or', ',': a set) it opens with; else, in prose, to what follows its last 'is'/'='/'are' ('the largest
-$n$ is 34' is 34), or to its only item (a span or a number); a clause of bare LaTeX ('x^2+1') is its own
-answer. Anything else names several answers or none. The scan is linear: each closing delimiter that
-is missing is looked for once.
+Spans are `$...$` (one line, or math a line break splits: '$x =\\n 3$', not '$5 and then\\nanother $6'),
+`$$...$$`, `\\(...\\)` and `\\[...\\]` (display math may run over lines); an escaped `\\$` neither opens
+nor closes one. A clause commits to the span (or spans joined by 'and', ',': a set; by 'or' only when
+each gives one variable a value, else a hedge) it opens with; else, in prose, to what follows its last
+'is'/'='/'are' ('the largest $n$ is 34' is 34), or to its only item (a span or a number); a clause of
+bare LaTeX ('x^2+1') is its own answer. Anything else names several answers or none. The scan is
+linear: each closing delimiter that is missing is looked for once, a split `$...$` within 200 characters.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from data.numbers import NUMBER
 from data.textutil import last_match
 
 MAX_SPANS = 400
+_MAX_BROKEN = 200  # how far a `$...$` split over lines may run
 _OPENER = re.compile(r"\\\\|\\\$|\$\$|\$|\\\(|\\\[")
 _CLOSER = {"$$": "$$", "$": "$", "\\(": "\\)", "\\[": "\\]"}
 _LEAD = re.compile(r"[\s*:\"'`]*")
@@ -33,6 +35,8 @@ _PROSE_WORD = re.compile(
 )
 _MATHY = re.compile(r"[0-9\\=+\-*/^_()\[\]{}<>|!]")
 _JOINER = re.compile(r"(?i)\s*(?:,\s*(?:and\s+|or\s+)?|and|or|\\text\s*\{\s*(?:and|or)\s*\})\s*")
+_OR = re.compile(r"(?i)\bor\b|\\text\s*\{\s*or\s*\}")
+_ASSIGNED = re.compile(r"\s*([A-Za-z])(?:_\{?\w{1,3}\}?)?\s*=(?!=)")
 _OPENING_WORD = re.compile(r"(?i)\s*(?:so|thus|hence|therefore|then|finally)\b[,:]?")
 _WORD = re.compile(r"[A-Za-z][A-Za-z \-]{0,30}")
 # One-word clauses that are no answer: refusals, and verdicts on an answer ('our answer is correct').
@@ -65,6 +69,8 @@ def spans(text: str) -> list[Span]:
         closer = _CLOSER[opener]
         limit = text.find("\n", pos) if opener == "$" else -1
         close = _find_closer(text, closer, pos, len(text) if limit < 0 else limit)
+        if close < 0 and limit >= 0:
+            close = _broken_line_closer(text, pos, limit)
         if close < 0:
             if opener != "$":
                 missing.add(closer)
@@ -73,6 +79,17 @@ def spans(text: str) -> list[Span]:
             found.append(Span(m.start(), close + len(closer), text[pos:close]))
             pos = close + len(closer)
     return found
+
+
+def _broken_line_closer(text: str, pos: int, newline: int) -> int:
+    """The `$` closing a `$` opened at `pos` whose math a line break splits ('$x =\n 3$'): within the
+    paragraph and _MAX_BROKEN characters, after something on the next line, around no prose (so
+    '$5 and then\nanother $6' stays two dollar amounts); -1 if there is none."""
+    end = text.find("\n\n", pos, pos + _MAX_BROKEN)
+    close = _find_closer(text, "$", newline, end if end >= 0 else min(len(text), pos + _MAX_BROKEN))
+    if close < 0 or not text[pos:newline].strip() or text[close - 1].isspace():
+        return -1
+    return -1 if _PROSE_WORD.search(_MACRO.sub(" ", text[pos:close])) else close
 
 
 def _find_closer(text: str, closer: str, start: int, end: int) -> int:
@@ -114,14 +131,16 @@ def _items_answer(clause: str, found: list[Span], plain: str, lead: int = 0) -> 
     last_item = items[-1][0] if items else -1
     copula = last_match(c for c in _COPULA.finditer(plain, 0, max(0, last_item)) if c.end() <= last_item)
     if copula is not None and (found or _PROSE_WORD.search(_MACRO.sub(" ", plain))):
-        return _item_run(clause, [i for i in items if i[0] >= copula.end()]), ""
+        return _item_run(clause, [i for i in items if i[0] >= copula.end()])
     if found and found[0].start == lead:
-        return _item_run(clause, items), ""
+        return _item_run(clause, items)
     if not found and not _PROSE_WORD.search(_MACRO.sub(" ", plain)):
         opening = _OPENING_WORD.match(clause)
         bare = clause[opening.end() if opening else 0 :].strip().rstrip(".").strip()
         if "\\boxed" in bare or "\\fbox" in bare:
             return None, NO_ANSWER  # an empty box
+        if _OR.search(bare):
+            return alternatives(_OR.split(bare))  # 'x = 3 or x = 5', '3 or 5'
         if _MATHY.search(bare) or re.fullmatch(r"[A-Za-z]{1,2}", bare):
             return (bare, "") if bare.casefold() not in _REFUSALS else (None, NO_ANSWER)
     if len(items) == 1:
@@ -132,19 +151,31 @@ def _items_answer(clause: str, found: list[Span], plain: str, lead: int = 0) -> 
             return word, ""  # a word answer ('Evelyn', 'even')
         return None, NO_ANSWER
     if _JOINER.fullmatch(clause, items[0][1], items[1][0]) is not None:
-        return _item_run(clause, items), ""
+        return _item_run(clause, items)
     return None, AMBIGUOUS
 
 
-def _item_run(clause: str, items: list[tuple[int, int, str]]) -> str:
-    """The first item, with the items joined to it by 'and', 'or' or ','."""
-    parts, last = [items[0][2]], items[0]
+def _item_run(clause: str, items: list[tuple[int, int, str]]) -> Read:
+    """The first item, with the items joined to it by 'and', 'or' or ',' (a set); items offered as
+    alternatives ('or') must be the values of one variable (`alternatives`)."""
+    parts, last, offered = [items[0][2]], items[0], False
     for item in items[1:]:
-        if _JOINER.fullmatch(clause, last[1], item[0]) is None:
+        joiner = _JOINER.fullmatch(clause, last[1], item[0])
+        if joiner is None:
             break
+        offered = offered or _OR.search(joiner[0]) is not None
         parts.append(item[2])
         last = item
-    return ",".join(parts)
+    return alternatives(parts) if offered else (",".join(parts), "")
+
+
+def alternatives(parts: list[str]) -> Read:
+    """Answers joined by 'or': a set when each gives the same variable a value ('$x = 2$ or $x = 3$', the
+    roots of an equation); else a hedge between answers ('$2$ or $3$'), ambiguous."""
+    names = {m[1] for part in parts if (m := _ASSIGNED.match(part)) is not None}
+    if len(names) == 1 and all(_ASSIGNED.match(part) for part in parts):
+        return ",".join(part.strip() for part in parts), ""
+    return None, AMBIGUOUS
 
 
 def sentence_items(text: str) -> list[tuple[int, int]]:

@@ -9,7 +9,11 @@ The policy (the README's "Benchmarks and graders" has it in prose):
    number. A statement naming several ('18 or 20', '4, 2, 1', a JSON list) gives no answer.
 3. An answer is void when a later statement denies it ('the answer is not 18'); a correction right
    after it replaces it when it says so outright and names one number ('The answer is 18. Wait, no,
-   20.' is 20), and voids it otherwise ('The answer is 18. Actually, 3 of them are left').
+   20.' is 20), and voids it otherwise ('The answer is 18. Actually, 3 of them are left'). It is
+   ambiguous when an earlier statement gives another number with nothing between that moves on
+   ('Answer: 12' then 'Answer: 14'; `data.hedges`), or when its sentence goes on to another number
+   ('The answer is 12, so she has 10 left', 'Answer: 12 (or 14)'). Answers given per case before a
+   concluding sentence ('... So the total is 10.') give way to it.
 4. Without statements: the last sentence with a number must commit to one (the result after its last
    '=', its only number, or a number that ends it); 'She sold 72 clips in 2 months.' commits to none.
 """
@@ -21,6 +25,7 @@ import re
 from fractions import Fraction
 
 from data.graded import Graded
+from data.hedges import among_cases, conclusion_after, rival
 from data.numbers import (
     AMBIGUOUS,
     NO_ANSWER,
@@ -34,8 +39,8 @@ from data.numbers import (
     spell_plainly,
     value,
 )
-from data.statements import MOVES_ON, REVISION, SELF_CORRECTION, Statement, statements, states, unquoted
-from data.textutil import prepare
+from data.statements import REVISION, SELF_CORRECTION, Statement, statements, states, unquoted
+from data.textutil import last_match, prepare
 from data.types import AnswerKind, Verdict
 
 __all__ = ["NumericGrader", "canonical_number", "format_fraction", "read_number"]
@@ -44,7 +49,7 @@ Read = tuple[str | None, str]  # (canonical number, '') or (None, why not)
 _CALCULATOR = re.compile(r"<<[^<>\n]{0,200}>>")
 _META = re.compile(
     r"(?i)\bconfiden(?:ce|t)\b(?:\s+level)?[\"'\s*:=]*(?:is\s+)?\d{1,3}(?:\.\d+)?\s*(?:/\s*\d{1,3}|out\s+of\s+\d{1,3}|%)?"
-    r"|\b\d{1,3}(?:\.\d+)?\s*%\s*(?:sure|confident|certain)\b|\b(?:step|part|case)\s+\d{1,2}\b"
+    r"|\b\d{1,3}(?:\.\d+)?\s*%\s*(?:sure|confident|certain)\b|\b(?P<label>step|part|case)\s+\d{1,2}\b"
 )
 _SENTENCE_END = re.compile(r"[.!?](?=\s|$)|\n")
 _CLOSING = re.compile(r"[\s.,!?;:*_`'\")\]}$%]*")
@@ -52,6 +57,12 @@ _CONCLUSION = re.compile(
     r"(?i)(?:,|\b)\s*(?:so|thus|therefore|hence|which\s+means|meaning|giving|making|that\s+is|i\.e\.)\b[,:]?"
 )
 _LIST = re.compile(r"\s*\[\s*[\"']?[-+$.0-9]")  # '[4, 2]', or the '[4' a broken JSON reply leaves
+# After an answer, words that go on to another value: a hedge, or a result that is not the answer.
+_HEDGE_CUE = re.compile(
+    r"(?i)\b(?:(?P<result>so|thus|therefore|hence|then|leaving|giving|meaning|to\s+get"
+    r"|resulting\s+in)|or|but|however|maybe|perhaps|possibly|alternatively)\b"
+)
+_OR_NEXT = re.compile(r"(?i)[\s*]*(?:or|maybe|perhaps|possibly|alternatively)\b")
 _REVISION_WINDOW = 160  # how far after an answer a correction ('Wait, no, 20') is looked for
 _MEMO_CHARS = 256  # texts up to this long are read once per process (see `read_number`)
 
@@ -73,7 +84,8 @@ def _read_short(text: str, nested: bool) -> Read:
 
 
 def _read(output: object, nested: bool) -> Read:
-    text = _META.sub(" ", _CALCULATOR.sub("", spell_plainly(prepare(output))))
+    # 'Case 2' keeps its word (it opens a case), not its number
+    text = _META.sub(lambda m: m["label"] or " ", _CALCULATOR.sub("", spell_plainly(prepare(output))))
     if _LIST.match(text):
         return None, AMBIGUOUS
     found = statements(text)
@@ -90,11 +102,13 @@ def _read(output: object, nested: bool) -> Read:
         answer, reason = _read_statement(chosen, nested)
         if answer is None and reason != AMBIGUOUS:
             continue  # it holds no number ('The answer is below'): an earlier statement may
-        if answer is None or _competes(text, found[:index], chosen, answer):
+        if among_cases(text, found, index) and (concluded := _concluded(text, chosen)) is not None:
+            return concluded  # 'If n is even the answer is 4; if odd, 6. So the total is 10.'
+        if answer is None or _competes(text, found, index, answer):
             return None, AMBIGUOUS
         if _denied(answer, [d for d in denials if d.start > chosen.start]):
             return None, AMBIGUOUS
-        return _revision(text, chosen, answer) or (answer, "")
+        return _revision(text, chosen, answer) or _hedge(text, chosen, answer) or (answer, "")
     if denials:
         return None, AMBIGUOUS  # 'The answer is not 18' and nothing else
     return _last_sentence(unquoted(text, found))
@@ -124,17 +138,55 @@ def _value_text(m: re.Match[str]) -> str | None:
     return None if number is None else format_fraction(number)
 
 
-def _competes(text: str, earlier: list[Statement], chosen: Statement, answer: str) -> bool:
-    """Whether the nearest earlier box gives another number, with no words between that move on."""
-    if chosen.kind != "boxed":
-        return False
-    for statement in reversed(earlier):
-        if statement.kind == "boxed":
-            other, _ = _read_statement(statement, nested=True)
-            if other is None or Fraction(other) == Fraction(answer):
-                return False
-            return MOVES_ON.search(text, statement.end, chosen.start) is None
-    return False
+def _competes(text: str, found: list[Statement], index: int, answer: str) -> bool:
+    """Whether an earlier statement gives another number with nothing between that moves on
+    (`data.hedges.rival`): 'Answer: 12' then 'Answer: 14' states two answers."""
+    return rival(text, found, index, answer, lambda s: _read_statement(s, nested=True)[0], _equal)
+
+
+def _equal(a: str, b: str) -> bool:
+    return Fraction(a) == Fraction(b)
+
+
+def _concluded(text: str, chosen: Statement) -> Read | None:
+    """What a concluding sentence after an answer given in a case commits to, if it names a number."""
+    start = conclusion_after(text, chosen)
+    if start is None:
+        return None
+    answer, reason = _last_sentence(text[start:])
+    return (answer, reason) if answer is not None or reason == AMBIGUOUS else None
+
+
+def _hedge(text: str, chosen: Statement, answer: str) -> Read | None:
+    """'The answer is 12, so she has 10 left', 'Answer: 12 (or 14)', 'The answer is 12. Or 14.': after
+    the answer, its sentence (or a next one opening with 'or' / 'maybe') goes on to another number."""
+    window = text[chosen.end : chosen.end + _REVISION_WINDOW]
+    at = next((m for m in NUMBER.finditer(window) if _same(m, answer)), None)
+    if at is None:
+        return None
+    stop = _sentence_stop(window, at.end())
+    if stop < len(window) and (alternative := _OR_NEXT.match(window, stop)) is not None:
+        stop = _sentence_stop(window, alternative.end())
+    for cue in _HEDGE_CUE.finditer(window, at.end(), stop):
+        other = NUMBER.search(window, cue.end(), stop)
+        if other is None or _value_text(other) is None or _same(other, answer):
+            continue
+        # 'so'/'leaving' go on to a result whatever stands before; 'or'/'but' offer an alternative to
+        # the number right before them, which must be the answer ('divided by 2, 3, or 6' offers none)
+        nearest = last_match(NUMBER.finditer(window, at.start(), cue.start()))
+        if cue["result"] is not None or (nearest is not None and _same(nearest, answer)):
+            return None, AMBIGUOUS
+    return None
+
+
+def _same(m: re.Match[str], answer: str) -> bool:
+    number = _value_text(m)
+    return number is not None and Fraction(number) == Fraction(answer)
+
+
+def _sentence_stop(text: str, start: int) -> int:
+    end = _SENTENCE_END.search(text, start)
+    return end.end() if end is not None else len(text)
 
 
 def _read_statement(statement: Statement, nested: bool) -> Read:
@@ -221,6 +273,10 @@ class NumericGrader:
 
     def canonical(self, output: str) -> str | None:
         return canonical_number(output)
+
+    def read(self, output: str) -> Read:
+        """The canonical number, or None and why ('no answer', 'ambiguous'): `canonical` with its reason."""
+        return read_number(output)
 
     def explain(self, output: str, gold: str) -> Graded:
         """The verdict with the answer read and, when unparsable, why."""

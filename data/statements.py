@@ -82,6 +82,7 @@ class Statement:
     end: int
     body: str
     parts: tuple[str, ...] = ()
+    joins: tuple[str, ...] = ()  # the text between a group's boxes ('$ or $x=')
     negated: bool = False
     listed: bool = False
     supposed: bool = False  # a quoted phrase that supposes an answer ('if the answer is'): its sentence says nothing
@@ -169,7 +170,17 @@ def boxed_groups(text: str) -> list[Statement]:
             groups[-1].append(box)
         else:
             groups.append([box])
-    return [Statement("boxed", g[0][0], g[-1][1], g[-1][2], parts=tuple(b[2] for b in g)) for g in groups]
+    return [
+        Statement(
+            "boxed",
+            g[0][0],
+            g[-1][1],
+            g[-1][2],
+            parts=tuple(b[2] for b in g),
+            joins=tuple(text[a[1] : b[0]] for a, b in zip(g, g[1:], strict=False)),
+        )
+        for g in groups
+    ]
 
 
 def _joins(text: str, end: int, start: int) -> bool:

@@ -34,6 +34,10 @@ def group_metrics(episodes: pl.DataFrame) -> tuple[dict[str, float], list[float]
         "cache_hits": float(episodes["cache_hits"].sum()),
         "cache_hit_rate": float(episodes["cache_hits"].sum()) / calls if calls else 0.0,
     }
+    if "ambiguous" in episodes.columns and episodes["ambiguous"].null_count() < n:
+        # hedged answers, a part of the parse failures; over the episodes that count them (newer parts)
+        counted = episodes["ambiguous"].drop_nulls()
+        scalars["ambiguous_per_task"] = int(counted.sum()) / counted.len()
     # Episodes may stop after different numbers of rounds: each round's accuracy is over the
     # episodes that reached it.
     hits: list[int] = []

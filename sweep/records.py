@@ -8,7 +8,11 @@ from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
 
+from data.graded import AMBIGUOUS
+from data.graders import AnyGrader, grader_for
+from data.types import Sample
 from debate.diagnostics import Diagnostics
+from debate.parsing import parse_reply
 from debate.state import Turn
 from debate.trajectory import EpisodeResult
 from sweep.plan import EpisodeTask, method_spec_json
@@ -46,11 +50,30 @@ def episode_row(
         "cache_hits": result.cache_hits,
         "cost": result.cost,
         "parse_failures": result.parse_failures,
+        "ambiguous": ambiguous_replies(task.sample, result.turns),
         "simulated": simulated,
         "latency_s": result.latency_s,
         "finished_at": datetime.now(UTC),
         **diagnostics.summary,
     }
+
+
+def ambiguous_replies(sample: Sample, turns: Iterable[Turn]) -> int:
+    """How many of the episode's unparsed replies hedged between answers ('B or C', two 'Answer:' lines
+    that disagree): the JSON answer field, or else the whole reply, read again by the item's grader — only
+    for the few turns that failed to parse."""
+    grader: AnyGrader | None = None
+    count = 0
+    for t in turns:
+        if t.parsed or t.phase == "critique":
+            continue
+        reply = parse_reply(t.text)
+        said = reply.answer if reply.source == "json" else t.text
+        if said is None:
+            continue
+        grader = grader or grader_for(sample)
+        count += grader.read(said)[1] == AMBIGUOUS
+    return count
 
 
 def _verdicts(turn: Turn) -> list[str | None]:

@@ -1,9 +1,15 @@
 """The corpus of tricky model outputs (tests/corpus/grader_cases.jsonl) grades as expected, and the
-canonical answer a grader gives grades exactly as the output it came from (votes use canonical forms)."""
+canonical answer a grader gives grades exactly as the output it came from (votes use canonical forms).
+
+tests/corpus/hedge_cases.jsonl pins issue 34's rules — hedges between answers are ambiguous (never
+credited, counted apart), the final stated answer wins over an intermediate one, option-by-option
+walkthroughs, percent words in boxes, delimiters split over lines, the exact fast path — each rule with
+cases from the peers' suites (their repository and file in `source`) and cases of our own."""
 
 from __future__ import annotations
 
 import json
+import re
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -13,11 +19,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from data import grade
+from data.graded import AMBIGUOUS
 from data.graders import AnyGrader, ChoiceGrader, MathGrader, NumericGrader, canonical_number
 from data.mathgrade import exact_text, extract_answer, normalize, rational
+from data.mathspans import spans
 
 CORPUS = Path(__file__).parent / "corpus" / "grader_cases.jsonl"
 CASES: list[dict[str, Any]] = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
+HEDGES = Path(__file__).parent / "corpus" / "hedge_cases.jsonl"
+HEDGE_CASES: list[dict[str, Any]] = [json.loads(line) for line in HEDGES.read_text(encoding="utf-8").splitlines()]
+RULES = (
+    "hedge-letters", "conflicting-answers", "final-number-differs", "or-final", "final-over-intermediate",
+    "walkthrough", "percent-words", "split-delimiters", "sub-case-conclusion", "fast-path",
+)  # fmt: skip
+PEER = re.compile(r"[\w.-]+/[\w.-]+: [\w./-]+")  # 'owner/repo: path/in/repo'
 
 
 def _grader(case: dict[str, Any]) -> AnyGrader:
@@ -47,8 +62,56 @@ def test_corpus_case(case: dict[str, Any]) -> None:
         assert grader.grade(canonical, case["gold"]) == case["verdict"], canonical
 
 
+def test_hedge_corpus_cites_the_peers_and_goes_beyond_them() -> None:
+    assert {c["rule"] for c in HEDGE_CASES} == set(RULES)
+    for case in HEDGE_CASES:
+        assert case["source"] == "ours" or PEER.fullmatch(case["source"]), case["source"]
+    for rule in RULES:
+        sources = [c["source"] for c in HEDGE_CASES if c["rule"] == rule]
+        assert any(s != "ours" for s in sources), f"{rule}: no case from a peer's suite"
+        assert "ours" in sources, f"{rule}: no case of our own"
+    assert sum(c.get("reason") == AMBIGUOUS for c in HEDGE_CASES) >= 25
+
+
+@pytest.mark.parametrize("case", HEDGE_CASES, ids=[f"{i}-{c['rule']}" for i, c in enumerate(HEDGE_CASES)])
+def test_hedge_case(case: dict[str, Any]) -> None:
+    grader = _grader(case)
+    graded = grader.explain(case["output"], case["gold"])
+    assert graded.verdict == case["verdict"], (case["note"], graded)
+    if "reason" in case:
+        assert graded.reason == case["reason"], graded
+    canonical, reason = grader.read(case["output"])
+    assert canonical == grader.canonical(case["output"])
+    if canonical is None:
+        assert case["verdict"] == "unparsable" and reason == graded.reason
+    else:
+        assert grader.grade(canonical, case["gold"]) == case["verdict"], canonical
+
+
+@pytest.mark.parametrize(
+    "case", [c for c in HEDGE_CASES if c.get("reason") == AMBIGUOUS], ids=lambda c: c["output"][:40]
+)
+def test_an_ambiguous_answer_is_never_credited(case: dict[str, Any]) -> None:
+    grader = _grader(case)
+    assert case["named"], "an ambiguous case names the answers it hedges between"
+    for gold in [case["gold"], *case["named"]]:  # whichever of its answers the gold is
+        graded = grader.explain(case["output"], gold)
+        assert (graded.verdict, graded.answer, graded.reason) == ("unparsable", None, AMBIGUOUS), gold
+
+
+def test_inline_math_split_over_a_line_is_one_span_and_dollar_amounts_are_none() -> None:
+    assert [s.content for s in spans("Final answer: $x =\n 3$.")] == ["x =\n 3"]
+    assert [s.content for s in spans("The answer is $\\frac{1}{2}\n+1$.")] == ["\\frac{1}{2}\n+1"]
+    assert spans("It costs $5 and then\nanother $6.") == []  # two dollar amounts
+    assert spans("It costs $5 and then\nanother 6$ more.") == []  # prose inside: no math
+    assert spans("Prices:\n$5\n$6") == []  # the closer opens the next line: no span
+    assert spans("$ \n 9 \n $") == []  # nothing on the opening line (Math-Verify reads none either)
+    assert spans("Answer: $\nx = 3$") == []
+    assert spans("$x =\n\n 3$") == []  # a paragraph break ends inline math
+
+
 def test_normalize_is_idempotent_on_corpus_answers() -> None:
-    for case in CASES:
+    for case in CASES + HEDGE_CASES:
         if case["kind"] != "math" or (answer := extract_answer(case["output"])) is None:
             continue
         once = normalize(answer)

@@ -66,6 +66,16 @@ FRAGMENTS = [
     "&",
     "\\infty",
     "x=",
+    " or ",  # the hedge, case and walkthrough readers (issue 34)
+    "maybe ",
+    "so ",
+    "If ",
+    "Case 2: ",
+    "A) ",
+    " correct.",
+    " incorrect.",
+    " percent",
+    "Final Answer: ",
 ]
 BOMBS = [
     "\\boxed{9^{9^{9^{9}}}}",
