@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from actors.base import Backend, ChatRequest, Completion
+from data.graded import AMBIGUOUS
 from data.types import Grader, Sample
 from debate.adversary import adversarial_messages
 from debate.critique import answer_property, read_reviews, read_verdicts, structured_schema
@@ -197,6 +198,13 @@ def _request(
     )
 
 
+def _hedges(grader: Grader, text: str) -> bool:
+    """Whether the item's grader reads the whole reply as a hedge between answers ('B or C', two
+    `Answer:` lines or boxes that disagree): such a reply is credited with neither."""
+    read = getattr(grader, "read", None)  # every packaged grader has it; a user's may not
+    return read is not None and read(text)[1] == AMBIGUOUS
+
+
 def _turn(call: Call, seat: Agent, out: Completion | None, grader: Grader, r: int, seed: int | None) -> Turn:
     assert out is not None
     extra: dict[str, Any]
@@ -207,6 +215,8 @@ def _turn(call: Call, seat: Agent, out: Completion | None, grader: Grader, r: in
     else:
         reply = parse_reply(out.text)
         answer = grader.canonical(reply.answer) if reply.answer is not None else None
+        if answer is not None and reply.source != "json" and _hedges(grader, out.text):
+            answer = None  # the parser picked one box or `Answer:` line of a reply that gives two
         confidence, reasoning, extra = reply.confidence, reply.reasoning, dict(reply.extra)
         parsed = answer is not None
         if call.phase == "revise":

@@ -5,6 +5,7 @@ logs it per task, and parts written before the column read it as null."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import polars as pl
 import pyarrow as pa
@@ -48,7 +49,9 @@ def test_graders_read_the_reason_with_the_answer() -> None:
     assert choice.read("Either B or D.") == (None, AMBIGUOUS)
     assert choice.read("The answer is (B).") == ("B", "")
     assert number.read("no idea") == (None, NO_ANSWER)
-    assert grader_for(Sample(id="q3", question="?", gold="3", kind="math")).read("\\boxed{3} or \\boxed{5}") == (
+    assert grader_for(Sample(id="q3", question="?", gold="3", kind="math")).read(
+        "\\boxed{3} or \\boxed{5}"
+    ) == (
         None,
         AMBIGUOUS,
     )
@@ -72,7 +75,9 @@ def test_group_metrics_log_hedges_per_task_where_counted() -> None:
 def test_parts_written_before_the_column_read_it_as_null(tmp_path: Path) -> None:
     store = ResultStore(tmp_path)
     old_names = [n for n in EPISODE_SCHEMA.names if n != "ambiguous"]
-    old = pa.Table.from_pylist([episode("old")], schema=pa.schema([EPISODE_SCHEMA.field(n) for n in old_names]))
+    old = pa.Table.from_pylist(
+        [episode("old")], schema=pa.schema([EPISODE_SCHEMA.field(n) for n in old_names])
+    )
     pq.write_table(old, tmp_path / "episodes" / "part-20000101T000000000000Z-00000000.parquet")
     store.append([{**episode("new"), "ambiguous": 1}], [], rounds_for("new"))
     store.append([episode("uncounted")], [], rounds_for("uncounted"))  # a row that does not count them
@@ -80,3 +85,27 @@ def test_parts_written_before_the_column_read_it_as_null(tmp_path: Path) -> None
     assert eps["episode_id"].to_list() == ["new", "old", "uncounted"]
     assert eps["ambiguous"].to_list() == [1, None, None]
     assert eps["parse_failures"].to_list() == [1, 1, 1]  # the old column keeps its meaning
+
+
+def test_a_turn_that_gives_two_answers_is_credited_with_neither() -> None:
+    from actors.base import Completion
+    from debate.episode import _turn as turn_of
+    from debate.phases import initial_calls
+
+    call = initial_calls(NUMBER, 1, "pear")[0]
+    seat = SimpleNamespace(model="m", price_in=0.0, price_out=0.0)
+
+    def read(text: str) -> Turn:
+        out = Completion(text=text, prompt_tokens=1, completion_tokens=1, model="m")
+        return turn_of(call, seat, out, grader_for(NUMBER), 0, 0)  # type: ignore[arg-type]
+
+    assert (read("Answer: 12\nConfidence: 4").answer, read("Answer: 12\nConfidence: 4").parsed) == (
+        "12",
+        True,
+    )
+    hedged = read("Answer: 12\nAnswer: 14")  # the parser alone picks the last line: 14
+    assert (hedged.answer, hedged.parsed) == (None, False)
+    math = Sample(id="q3", question="?", gold="3", kind="math")
+    out = Completion(text="\\boxed{3} or \\boxed{5}", prompt_tokens=1, completion_tokens=1, model="m")
+    assert turn_of(call, seat, out, grader_for(math), 0, 0).answer is None  # type: ignore[arg-type]
+    assert ambiguous_replies(NUMBER, [hedged]) == 1  # and counted as a hedge
