@@ -33,6 +33,7 @@ from sweep.repair import MIN_FREE_BYTES, DiskFull, free_bytes, is_disk_full
 from sweep.results import BufferedWriter, ResultStore
 from sweep.run_summary import summarize
 from sweep.scheduler import RunStats, run_tasks
+from sweep.targets import replace_file
 
 CONFIG_FILE = "config.resolved.yaml"  # the sweep as run, in its output dir (workers read it)
 WAIT_POLL_S = 1.0  # how often an owner looks whether its workers' episodes are stored
@@ -55,11 +56,11 @@ class SweepOutcome:
 
 
 def write_resolved_config(cfg: SweepConfig, out: Path) -> None:
+    """`<out>/config.resolved.yaml`, whole or not at all. Drivers sharing a dir (an owner and its
+    `--join` workers) may write it at once: each through a temp file of its own."""
     out.mkdir(parents=True, exist_ok=True)
     text = yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)
-    tmp = out / f".{CONFIG_FILE}.tmp"
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out / CONFIG_FILE)
+    replace_file(out / CONFIG_FILE, text.encode("utf-8"))
 
 
 def run_sweep(

@@ -161,3 +161,15 @@ def test_replace_file_is_whole_or_nothing(tmp_path: Path, monkeypatch: pytest.Mo
         replace_file(target, b"newer")
     assert e.value.errno == errno.ENOSPC
     assert target.read_bytes() == b"new" and sorted(p.name for p in tmp_path.iterdir()) == ["page.html"]
+
+
+def test_drivers_writing_the_resolved_config_at_once_never_collide(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sweep.config import load_config
+    from sweep.runner import write_resolved_config
+
+    cfg = load_config("examples/simulated.yaml")  # an owner and its --join workers all write it
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: write_resolved_config(cfg, tmp_path), range(400)))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.resolved.yaml"]

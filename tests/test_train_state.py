@@ -496,8 +496,7 @@ def test_a_dir_cut_short_while_its_configs_are_written_still_reads_as_a_training
 ) -> None:
     import sweep.runner
 
-    def denied(cfg: Any, out: Path) -> None:
-        (out / ".config.resolved.yaml.tmp").write_text("half")
+    def denied(cfg: Any, out: Path) -> None:  # the second of the two configs cannot be written
         raise PermissionError(errno.EACCES, "Permission denied")
 
     monkeypatch.setattr(sweep.runner, "write_resolved_config", denied)

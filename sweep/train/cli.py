@@ -17,7 +17,7 @@ from rich.console import Console
 from sweep import interrupt
 from sweep.config import ConfigError
 from sweep.repair import is_disk_full
-from sweep.targets import own_dir, unwritable
+from sweep.targets import own_dir, replace_file, unwritable
 from sweep.train.config import TrainSetup, load_train
 
 _RERUN = "rerun the same command to resume from the last recorded update"
@@ -93,15 +93,12 @@ def _write_configs(setup: TrainSetup) -> None:
 
     text = yaml.safe_dump(setup.cfg.model_dump(mode="json"), sort_keys=False)
     for target in (setup.out / "train.resolved.yaml", setup.out / CONFIG_FILE):
-        tmp = target.with_name(f".{target.name}.tmp")  # write_resolved_config's temp file too
-        try:
+        try:  # each through a temp file of its own, removed on failure (`sweep.targets.replace_file`)
             if target.name == CONFIG_FILE:
                 write_resolved_config(setup.base, setup.out)
             else:
-                tmp.write_text(text, encoding="utf-8")
-                tmp.replace(target)
+                replace_file(target, text.encode("utf-8"))
         except OSError as e:
-            tmp.unlink(missing_ok=True)
             if is_disk_full(e):
                 raise
             raise unwritable(target, e, "output_dir") from None
