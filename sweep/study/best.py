@@ -5,7 +5,6 @@ file (its first line says so), one writer at a time, atomically; anything else i
 
 from __future__ import annotations
 
-import errno
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import yaml
 
 from sweep import paths
 from sweep.config import ConfigError, validate
+from sweep.repair import is_disk_full
 from sweep.study.config import StudySetup, base_file, is_test_split
 from sweep.targets import own_beside, replace_file, unwritable
 
@@ -117,7 +117,7 @@ def write_best(setup: StudySetup, dest: str) -> int:
         check_target(path)  # again, under the lock: another writer may have put a file there
         replace_file(path, ("\n".join(lines) + "\n" + yaml.safe_dump(raw, sort_keys=False)).encode())
     except OSError as e:
-        if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        if is_disk_full(e):
             print(f"error: no space left on the device for {path}; free space and rerun", file=sys.stderr)
             return 1
         raise unwritable(path, e, "--best") from None

@@ -10,19 +10,18 @@ disk or quota fills up while writing, a failure while working: free space and ru
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from pathlib import Path
 
 from sweep.errors import ConfigError
 from sweep.paths import place
+from sweep.repair import is_disk_full
 from sweep.targets import replace_file, unwritable
 
 FIELD = "--export"
 MARK = '<meta name="generator" content="debate-sweep view export">'
 HEAD_BYTES = 4096
-_FULL = (errno.ENOSPC, errno.EDQUOT)
 
 
 class ExportRefused(ConfigError):
@@ -85,7 +84,7 @@ def write_page(path: Path, text: str) -> None:
     try:
         replace_file(path, text.encode("utf-8"))
     except OSError as e:
-        if e.errno in _FULL:
+        if is_disk_full(e):
             raise DiskFull(
                 f"{FIELD}: disk full while writing {path}; the file is unchanged, free some space and "
                 "run the export again"
