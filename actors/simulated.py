@@ -33,17 +33,19 @@ an agent different peers still use common random numbers. Behaviour per request 
 - An adversarial seat (hint `adversary`: it was shown the gold and told to argue for a wrong answer)
   always answers the item's most common misconception with confidence 4-5, in persuasive wording,
   and reviews every other answer as flawed.
+
+This is population model `v1`. `population: <name or .yaml path>` (with `member`) hands every call to
+a population file's model instead (`actors.population`, `docs/population.md`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import math
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import replace
-from functools import lru_cache, partial
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -51,57 +53,15 @@ import numpy as np
 from actors.base import ChatRequest, Completion, Timer
 from actors.registry import backend
 from actors.sim_hints import Hints
+from actors.sim_items import CONF_RIGHT as _CONF_RIGHT
+from actors.sim_items import CONF_UNIFORM as _CONF_UNIFORM
+from actors.sim_items import CONF_WRONG as _CONF_WRONG
+from actors.sim_items import LETTERS as _LETTERS
+from actors.sim_items import item_profile
+from actors.sim_items import popularity as _popularity
+from actors.sim_items import stable_hash as stable_hash  # re-exported: callers import it from here
 from actors.sim_seed import seeded
 from actors.sim_text import elaborate, payload, render, same
-
-_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-# Calibrated confidence 1..5: overlapping, so confidence is evidence of correctness but not proof.
-# Cumulative, for a bisection (as floats: `bisect_right` on them is `np.searchsorted(side="right")`).
-_CONF_RIGHT = np.cumsum([0.0, 0.05, 0.15, 0.40, 0.40]).tolist()
-_CONF_WRONG = np.cumsum([0.15, 0.30, 0.30, 0.20, 0.05]).tolist()
-_CONF_UNIFORM = np.cumsum([0.2] * 5).tolist()
-
-
-@lru_cache(maxsize=64)
-def _popularity(k: int) -> list[float]:
-    """Cumulative popularity of `k` distractors: the first is the common misconception."""
-    return np.cumsum(0.55 ** np.arange(k)).tolist()
-
-
-def stable_hash(*parts: object) -> int:
-    """A 64-bit hash of `parts`, the same in every process (unlike the salted built-in `hash`)."""
-    data = "\x1f".join(str(p) for p in parts).encode()
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "big")
-
-
-def _fmt(v: float) -> str:
-    return str(int(v)) if v == int(v) and abs(v) < 1e15 else f"{v:.6f}".rstrip("0").rstrip(".")
-
-
-def _candidates(kind: str, gold: str, n_choices: int, k: int) -> list[str]:
-    """Wrong answers a real model plausibly gives for this gold, most common slips first."""
-    if kind == "choice" and len(gold) == 1 and gold.upper() in _LETTERS:
-        return [c for c in _LETTERS[: max(n_choices, _LETTERS.index(gold.upper()) + 1)] if c != gold.upper()]
-    try:
-        g = float(gold)
-    except ValueError:
-        g = math.nan
-    if not math.isfinite(g):  # a non-numeric (LaTeX) gold: structural slips
-        return [f"{gold}+1", f"2({gold})", f"({gold})^2", f"{gold}-1", f"\\frac{{{gold}}}{{2}}"]
-    raw = [g + 1, g - 1, g * 2, g + 10, g - 10, g + 2, g - 2, g * 10, g / 2, -g]
-    raw += [g + j for j in range(3, k + 10)]  # filler, so any `distractors` count k can be met
-    return list(dict.fromkeys(_fmt(v) for v in raw if math.isfinite(v) and v != g and (v >= 0 or g < 0)))
-
-
-@lru_cache(maxsize=65536)
-def item_profile(item: str, gold: str, kind: str, n_choices: int, k: int) -> tuple[float, tuple[str, ...]]:
-    """(difficulty, distractors): the same for every agent and model, from a hash of (item, gold)."""
-    rng = np.random.default_rng(stable_hash("item", item, gold))
-    difficulty = float(rng.random())
-    cands = _candidates(kind, gold, n_choices, k)
-    head = cands[:6]  # the common slips, shuffled per item; fillers only pad short lists
-    rng.shuffle(head)
-    return difficulty, tuple((head + cands[6:])[:k])
 
 
 def check_args(
@@ -115,8 +75,12 @@ def check_args(
     tokens_per_char: float,
     latency_s: float,
     verbosity: float = 0.0,
+    population: str = "v1",
+    member: str = "",
 ) -> None:
     """The ranges of the engine's arguments (ValueError naming the argument)."""
+    if population != "v1":
+        _check_population(model, population, member, locals())
     unit = dict(skill=skill, calibration=calibration, pull=pull, stubbornness=stubbornness)
     for name, v in {**unit, "malformed_rate": malformed_rate}.items():
         if not 0.0 <= v <= 1.0:
@@ -131,6 +95,43 @@ def check_args(
         raise ValueError(f"args.verbosity: must be in [0, 100] sentences, got {verbosity}")
     if not isinstance(model, str) or not model:
         raise ValueError("model must be a non-empty string")
+
+
+_V1_ONLY = dict(
+    skill=0.6,
+    calibration=0.8,
+    pull=0.5,
+    stubbornness=0.3,
+    malformed_rate=0.02,
+    distractors=3,
+    tokens_per_char=0.25,
+    verbosity=0.0,
+)
+
+
+def _check_population(model: str, population: str, member: str, given: dict[str, Any]) -> None:
+    """A population file's model reads its members' parameters, not the v1 arguments: the file must
+    load, name the member, and no v1 argument may be set beside it (it would be silently ignored)."""
+    from actors.populations import PopulationError, load
+
+    for name, default in _V1_ONLY.items():
+        if given[name] != default:
+            raise ValueError(
+                f"args.{name}: population '{population}' takes its members' parameters from its file; "
+                f"remove {name} (it is read only by population v1)"
+            )
+    try:
+        pop = load(population)
+    except PopulationError as e:
+        raise ValueError(str(e)) from None
+    if not member:
+        raise ValueError(
+            f"args.member: required with a population file; '{population}' has: {', '.join(pop.members)}"
+        )
+    try:
+        pop.member(member)
+    except PopulationError as e:
+        raise ValueError(str(e)) from None
 
 
 @backend("simulated", check=check_args)
@@ -149,6 +150,8 @@ class SimulatedBackend:
         tokens_per_char: float = 0.25,
         latency_s: float = 0.0,
         verbosity: float = 0.0,
+        population: str = "v1",
+        member: str = "",
     ) -> None:
         check_args(
             model,
@@ -161,7 +164,15 @@ class SimulatedBackend:
             tokens_per_char,
             latency_s,
             verbosity,
+            population,
+            member,
         )
+        self._v2: Any = None
+        if population != "v1":  # a population file's model (`actors.population`) answers instead
+            from actors.population import PopulationBackend
+            from actors.populations import load
+
+            self._v2 = PopulationBackend(model, load(population), member, latency_s)
         self.model, self.skill, self.calibration, self.pull = model, skill, calibration, pull
         self.stubbornness, self.malformed_rate, self.distractors = stubbornness, malformed_rate, distractors
         self.tokens_per_char, self.latency_s, self.verbosity = tokens_per_char, latency_s, verbosity
@@ -169,6 +180,8 @@ class SimulatedBackend:
 
     async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
         """One completion per request, in order; awaits `latency_s` once per batch when it is > 0."""
+        if self._v2 is not None:
+            return await self._v2.generate(requests)
         with Timer() as timer:
             if self.latency_s > 0:
                 await asyncio.sleep(self.latency_s)
@@ -185,7 +198,9 @@ class SimulatedBackend:
         rng = seeded([seed, self._model_key, stable_hash(h.item, h.agent, h.round, h.phase)])
         fields = self._decide(rng, h)
         if self.verbosity > 0 and "reasoning" in fields:  # its own stream: the same answers, longer
-            fields["reasoning"] = elaborate(np.random.default_rng([seed, self._model_key, 0x7E5B]), fields["reasoning"], self.verbosity)
+            fields["reasoning"] = elaborate(
+                np.random.default_rng([seed, self._model_key, 0x7E5B]), fields["reasoning"], self.verbosity
+            )
         text, finish = render(rng, fields, self.malformed_rate)
         completion_tokens = math.ceil(len(text) * self.tokens_per_char)
         if completion_tokens > max(1, req.max_tokens):  # what an engine does at its token limit

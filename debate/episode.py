@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from actors.base import Backend, ChatRequest, Completion
+from actors.pop_text import complete_argument
 from data.graded import AMBIGUOUS
 from data.types import Grader, Sample
 from debate.adversary import adversarial_messages
@@ -86,7 +87,9 @@ async def run_episode(
         router = bind(sample, grader)
     opening = getattr(router, "opening", None)
     first: Decision | None = opening(state) if opening is not None else None
-    turns = await _respond(initial_calls(sample, n, style), seats, first, sample, grader, 0, seeds, style)
+    turns = await _respond(
+        initial_calls(sample, n, style), seats, first, sample, grader, 0, seeds, style, dataset
+    )
     state = state.advance(tuple(next_view(None, t) for t in turns), tuple(turns), first)
 
     for r in range(1, total + 1):
@@ -96,7 +99,7 @@ async def run_episode(
         done: list[Turn] = []
         for phase in method.phases:
             calls = PHASE_CALLS[phase](sample, state, decision, done, style)
-            done += await _respond(calls, seats, decision, sample, grader, r, seeds, style)
+            done += await _respond(calls, seats, decision, sample, grader, r, seeds, style, dataset)
         answered = {t.agent: t for t in done if t.phase == method.phases[-1]}
         views = tuple(next_view(v, answered[i]) if i in answered else v for i, v in enumerate(state.latest))
         state = state.advance(views, tuple(done), decision)
@@ -134,10 +137,12 @@ async def _respond(
     r: int,
     call_seed: SeedStream,  # (round, agent, phase) -> the call's seed
     style: str,
+    dataset: str = "",
 ) -> list[Turn]:
     """Send a round's calls concurrently, one batch per distinct backend, and parse the replies."""
     requests = [
-        _request(c, seats[c.agent], decision, sample, r, call_seed(r, c.agent, c.phase), style) for c in calls
+        _request(c, seats[c.agent], decision, sample, r, call_seed(r, c.agent, c.phase), style, dataset)
+        for c in calls
     ]
     groups: dict[int, list[int]] = {}
     for idx, c in enumerate(calls):
@@ -163,7 +168,14 @@ async def _respond(
 
 
 def _request(
-    call: Call, seat: Agent, decision: Decision | None, sample: Sample, r: int, seed: int, style: str
+    call: Call,
+    seat: Agent,
+    decision: Decision | None,
+    sample: Sample,
+    r: int,
+    seed: int,
+    style: str,
+    dataset: str = "",
 ) -> ChatRequest:
     hints = {
         "agent": call.agent,
@@ -176,7 +188,15 @@ def _request(
         "own": None if call.own is None else [call.own.answer, call.own.confidence],
         "peers": [[v.answer, v.confidence] for v in call.peers],
         "sources": list(call.sources),  # whose views `peers` are (a critique call: its targets)
+        # What population models past v1 read (v1 ignores them): the benchmark, how each argument
+        # reads (its length, whether a cap cut it off) and the importance the prompt shows beside it.
+        "dataset": dataset,
+        "peer_chars": [len(v.reasoning) for v in call.peers],
+        "peer_complete": [complete_argument(v.reasoning) for v in call.peers],
     }
+    shown = decision.weights_for(call.agent) if decision is not None and style == "rumad" else None
+    if shown:  # the rumad prompts print a source's importance beside its response
+        hints["weights"] = [shown.get(j) for j in call.sources]
     messages = call.messages
     if seat.adversarial:
         messages = adversarial_messages(messages, sample)

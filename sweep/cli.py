@@ -16,6 +16,7 @@ from rich.table import Table
 
 from sweep import data_cli, interrupt, listing
 from sweep.cache import CacheBusy
+from sweep.calibrate import cli as calibrate_cli
 from sweep.config import ConfigError, SweepConfig, load_config
 from sweep.preflight import TrackingFailed, Unreachable, preflight
 from sweep.repair import DiskFull
@@ -97,6 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_parser(sub)
     study_cli.add_parser(sub)
     train_cli.add_parser(sub)
+    calibrate_cli.add_parser(sub)
     report_cli.add_parser(sub)
     view_cli.add_parser(sub)
     with_config("validate", "check a config; changes nothing")
@@ -145,6 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return study_cli.run(args)
     if args.command == "train":
         return train_cli.run(args)
+    if args.command == "calibrate":
+        return calibrate_cli.run(args)
     if args.command in ("report", "view"):
         return (report_cli if args.command == "report" else view_cli).run(args)
     # Off a terminal rich assumes 80 columns; logs (ray job logs, CI) read better unwrapped.

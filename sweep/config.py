@@ -86,7 +86,13 @@ class ModelSpec(_Strict):
 def model_identity(name: str, spec: ModelSpec) -> dict[str, Any]:
     """What decides a model's outputs (not where it runs or what it costs): the cache key's model part."""
     keep = spec.model_dump(include={"engine", "model", "args"})
-    return {"name": name, **keep}
+    ident = {"name": name, **keep}
+    ref = spec.args.get("population", "v1") if spec.engine == "simulated" else "v1"
+    if ref != "v1":  # a population file edited in place must not be answered from the call cache
+        from actors.populations import load
+
+        ident["population_digest"] = load(str(ref)).digest
+    return ident
 
 
 class DatasetSpec(_Strict):

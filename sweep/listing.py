@@ -1,5 +1,5 @@
-"""`sweep list benchmarks|methods|engines`: what a config can name, with each one's arguments and
-defaults, read from the registries themselves (so the list cannot drift from the code)."""
+"""`sweep list benchmarks|methods|engines|populations`: what a config can name, with each one's
+arguments and defaults, read from the registries themselves (so the list cannot drift from the code)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-KINDS = ("benchmarks", "methods", "engines")
+KINDS = ("benchmarks", "methods", "engines", "populations")
 
 
 def add_parser(sub: Any) -> None:
-    s = sub.add_parser("list", help="list the benchmarks, methods or engines a config can name")
-    s.add_argument("what", choices=KINDS, help="benchmarks, methods or engines")
+    s = sub.add_parser("list", help="list the benchmarks, methods, engines or populations a config can name")
+    s.add_argument("what", choices=KINDS, help="benchmarks, methods, engines or populations")
 
 
 def run(args: argparse.Namespace) -> int:
-    table = {"benchmarks": benchmarks, "methods": methods, "engines": engines}[args.what]()
-    Console(width=200, soft_wrap=True).print(table)
+    tables = {"benchmarks": benchmarks, "methods": methods, "engines": engines, "populations": populations}
+    Console(width=200, soft_wrap=True).print(tables[args.what]())
     return 0
 
 
@@ -66,4 +66,23 @@ def engines() -> Table:
     for name in engine_names():
         args = ", ".join(f"{k}={_show(v)}" for k, v in engine_arguments(name).items())
         t.add_row(name, args)
+    return t
+
+
+def populations() -> Table:
+    from actors.populations import HOME, PopulationError, load, names
+
+    t = Table(title=f"populations (the simulated engine's `args.population`; files in {HOME})")
+    for col in ("name", "version", "members", "digest", "description"):
+        t.add_column(col)
+    for name in names():
+        if name == "v1":
+            t.add_row(name, "v1", "—", "—", "the simulated engine's own arguments (skill, calibration, …)")
+            continue
+        try:
+            pop = load(name)
+        except PopulationError as e:  # one broken file must not hide the others
+            t.add_row(name, "?", "—", "—", f"unreadable: {str(e).splitlines()[0] if str(e) else e!r}")
+            continue
+        t.add_row(name, pop.version, ", ".join(pop.members), pop.digest, pop.description)
     return t

@@ -10,6 +10,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, overload
 
+from actors import populations
+from actors.populations import PopulationError
 from data.registry import load_benchmark
 from data.types import Sample
 from debate.episode import Agent
@@ -104,6 +106,8 @@ class PlanTasks(Sequence[EpisodeTask]):
 @dataclass(frozen=True)
 class Plan:
     groups: list[Group]
+    # model -> (population name, content digest), for each model on a population file (not v1)
+    populations: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def tasks(self) -> PlanTasks:
@@ -156,16 +160,14 @@ def build_plan(cfg: SweepConfig) -> Plan:
                     "remove it or give them disjoint offset/limit"
                 )
     groups: list[Group] = []
+    pops: dict[str, tuple[str, str]] = {}  # model -> its population's (name, digest), read once per plan
     for entry in cfg.method_entries():
         if entry.name == "consistency" and entry.args.get("match"):
             continue  # matched to another method's measured cost: planned once settled (sweep.costmatch)
         method = build_method(entry.name, entry.args)
         spec = resolved_method_spec(cfg, method)
         id_spec = resolved_method_spec(cfg, method, identity=True)
-        team_specs = [
-            cfg.models[m].model_dump(exclude={"replicas", "num_gpus", "num_cpus", "max_concurrency"})
-            for m in spec["agents"]
-        ]
+        team_specs = [_team_spec(cfg, m, pops) for m in spec["agents"]]
         for i, ds in enumerate(cfg.datasets):
             ds_id = {"name": ds.name, "split": ds.split}
             for seed in cfg.seeds:
@@ -180,7 +182,31 @@ def build_plan(cfg: SweepConfig) -> Plan:
                     Group(key, method, spec, ds, seed, seats, adversarial, tuple(samples[i]), head, tail)
                 )
     _check_unique(groups)
-    return Plan(groups)
+    return Plan(groups, pops)
+
+
+def _team_spec(cfg: SweepConfig, model: str, pops: dict[str, tuple[str, str]]) -> dict[str, Any]:
+    """What an episode id hashes of one seat's model. A model on a population file (the simulated
+    engine's `population`, other than "v1") adds the file's content digest, so editing any number of
+    the file changes every id; v1 models' specs, and so their ids, stay as they were."""
+    spec = cfg.models[model]
+    out = spec.model_dump(exclude={"replicas", "num_gpus", "num_cpus", "max_concurrency"})
+    ref = spec.args.get("population", "v1") if spec.engine == "simulated" else "v1"
+    if ref != "v1":
+        if model not in pops:
+            try:
+                pop = populations.load(str(ref))
+            except PopulationError as e:
+                raise ConfigError(f"models.{model}.args.population: {_reason(e)}") from None
+            pops[model] = (pop.name, pop.digest)
+        out["population_digest"] = pops[model][1]
+    return out
+
+
+def _reason(e: PopulationError) -> str:
+    """The error's text without its own `args.population: ` prefix (the caller names the field)."""
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return text.removeprefix("args.population: ")
 
 
 def _check_unique(groups: list[Group]) -> None:

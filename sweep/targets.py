@@ -22,18 +22,25 @@ from pathlib import Path
 from sweep.errors import ConfigError
 from sweep.ownership import DirLock
 
-KINDS = ("sweep", "study", "train", "report")
+KINDS = ("sweep", "study", "train", "report", "calibrate")
 REPORT_MARK = ".sweep-report"  # written into every report dir by `sweep report`: "an earlier report"
 
 # The files that tell what an existing output dir holds, checked in this order: a study and a
 # training also write the sweep's config.resolved.yaml, so the sweep's own files come last.
 _KIND_FILES = (
     ("report", (REPORT_MARK,)),
+    ("calibrate", ("calibrate.resolved.yaml",)),  # before study: a calibration keeps its fit in study.journal
     ("train", ("train.resolved.yaml", "checkpoints/trainer.pt")),
     ("study", ("study.resolved.yaml", "study.journal")),
     ("sweep", ("config.resolved.yaml", "episodes", "turns", "claims")),
 )
-_WHAT = {"sweep": "a sweep's results", "study": "a study", "train": "a training", "report": "a sweep report"}
+_WHAT = {
+    "sweep": "a sweep's results",
+    "study": "a study",
+    "train": "a training",
+    "report": "a sweep report",
+    "calibrate": "a calibration",
+}
 
 
 class Unwritable(ConfigError):

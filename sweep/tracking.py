@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,16 @@ def _runs(client: MlflowClient, experiment_id: str, filter_string: str) -> Itera
         token = page.token
         if not token:
             return
+
+
+def population_params(plan: Plan, seats: Iterable[str]) -> dict[str, str]:
+    """`population.<model>` (the population's name) and `population_digest.<model>` (its content
+    digest, which the group's episode ids hash) for each of the seats' models on a population file."""
+    params: dict[str, str] = {}
+    for m in sorted(set(seats) & plan.populations.keys()):
+        name, digest = plan.populations[m]
+        params |= flatten_params({f"population.{m}": name, f"population_digest.{m}": digest})
+    return params
 
 
 class Tracker:
@@ -133,6 +143,7 @@ class Tracker:
             for gi, folder in split_by_group(store, stored, due, Path(tmp)).items():
                 g = plan.groups[gi]
                 gparams = flatten_params({"method": g.method_spec, "dataset": g.dataset.model_dump(), "seed": g.seed})
+                gparams |= population_params(plan, g.seats)
                 episodes, rounds = (pl.read_parquet(folder / f"{t}.parquet") for t in ("episodes", "rounds"))
                 self._log_folder(g.key, g.run_name, gparams, folder, episodes, rounds)
         done = store.episodes(["sweep_id", *TABLE_COLUMNS]).filter(pl.col("sweep_id") == cfg.identity())

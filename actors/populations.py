@@ -1,0 +1,243 @@
+"""Simulated populations as data: `populations/<name>.yaml` names a team's members with their
+parameters, each benchmark's difficulty and the debate dynamics the population model (`actors.population`)
+reads. A population is content-hashed (`Population.digest`): the digest joins the episode id and the
+MLflow params of every episode run on it, so two files that differ in any number never share results.
+
+    version: v2                 # the population model that reads the file
+    description: one line
+    members:                    # one entry per model of the team (the `member` engine argument)
+      grok: {skill: {default: 0.1, math500: -0.2}, spread: 1.2, calibration: 0.8,
+             tokens_median: 160, tokens_q95: 233}
+    benchmarks:                 # `default` is required; others are dataset names
+      default: {item_spread: 1.0, misconception: 0.4}
+    dynamics: {persuasion: 0.6, mislead: 0.3, ...}   # optional; omitted keys take the defaults below
+
+`v1` is not a file: it is the original model (`actors.simulated`), configured by the engine's own
+arguments, and its episode ids are those the engine arguments already give.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+VERSIONS = ("v2",)  # population models a file may name; `v1` is the engine's arguments, not a file
+HOME = Path(__file__).resolve().parents[1] / "populations"  # the packaged population files
+MAX_FILE_BYTES = 1 << 20
+
+
+class PopulationError(ValueError):
+    """A population file or reference that cannot be used (one line naming the field and the fix)."""
+
+
+@dataclass(frozen=True)
+class Member:
+    """One model of the team. `skill[b]`: the logit of a sample's hit rate on an item of average
+    difficulty of benchmark b (`default` for the others); `spread`: the sd of the member's own
+    per-item competence logit (how differently it fares on items of equal difficulty: the larger,
+    the sooner its consistency curve flattens); `calibration`: the share of confidences drawn from
+    the calibrated distributions; `tokens_median`/`tokens_q95`: its full replies' completion tokens
+    (a log-normal through both)."""
+
+    skill: Mapping[str, float]
+    spread: float = 1.0
+    calibration: float = 0.8
+    tokens_median: int = 200
+    tokens_q95: int = 400
+
+    def skill_on(self, benchmark: str) -> float:
+        return float(self.skill.get(benchmark, self.skill["default"]))
+
+
+@dataclass(frozen=True)
+class Bench:
+    """One benchmark: `item_spread` is the sd of the item difficulty logit every member shares (it
+    correlates the members' errors); `misconception` the probability that a wrong sample gives the
+    item's shared misconception rather than a slip of its own."""
+
+    item_spread: float = 1.0
+    misconception: float = 0.4
+
+
+@dataclass(frozen=True)
+class Dynamics:
+    """How readers update on peers' arguments (see `actors.population` for each mechanism)."""
+
+    persuasion: float = 0.6  # pull of a correct argument on a reader able to check it (its competence)
+    mislead: float = 0.3  # pull of a confident wrong argument on a reader unable to check it
+    stubbornness: float = 0.3  # share of update calls in which a reader keeps its answer regardless
+    reflect: float = 0.2  # with no convincing argument, the chance a reader re-solves from scratch
+    context_cost: float = 0.15  # competence logit lost per doubling of peer text past the free amount
+    context_free_tokens: int = 600  # peer text (tokens) a reader takes in at no cost
+    cut_persuasion: float = 0.5  # how persuasive an argument cut off by an output cap still is
+    tokens_per_char: float = 0.25
+
+
+@dataclass(frozen=True)
+class Population:
+    name: str
+    version: str
+    members: Mapping[str, Member]
+    benchmarks: Mapping[str, Bench]
+    dynamics: Dynamics = field(default_factory=Dynamics)
+    description: str = ""
+
+    def bench(self, name: str) -> Bench:
+        return self.benchmarks.get(name, self.benchmarks["default"])
+
+    def member(self, name: str) -> Member:
+        if name not in self.members:
+            raise PopulationError(
+                f"args.member: population '{self.name}' has no member '{name}'; it has: {', '.join(self.members)}"
+            )
+        return self.members[name]
+
+    def content(self) -> dict[str, Any]:
+        """The file's content as plain values (what the digest hashes and `dump` writes)."""
+        return {
+            "version": self.version,
+            "description": self.description,
+            "members": {k: dataclasses.asdict(m) | {"skill": dict(m.skill)} for k, m in self.members.items()},
+            "benchmarks": {k: dataclasses.asdict(b) for k, b in self.benchmarks.items()},
+            "dynamics": dataclasses.asdict(self.dynamics),
+        }
+
+    @property
+    def digest(self) -> str:
+        """sha256 of the canonical content (the description excluded: rewording changes no episode)."""
+        body = {k: v for k, v in self.content().items() if k != "description"}
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def dump(self) -> str:
+        """The population as YAML text `parse` reads back to an equal population."""
+        return yaml.safe_dump(self.content(), sort_keys=False, width=110)
+
+
+def _number(where: str, v: Any, low: float, high: float) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not low <= v <= high:
+        raise PopulationError(f"{where}: must be a number in [{low:g}, {high:g}], got {v!r}")
+    return float(v)
+
+
+def _section(where: str, raw: Any, cls: type, ranges: Mapping[str, tuple[float, float]]) -> Any:
+    if not isinstance(raw, Mapping):
+        raise PopulationError(f"{where}: expected a mapping, got {type(raw).__name__}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    kwargs: dict[str, Any] = {}
+    for key, v in raw.items():
+        if key not in names:
+            raise PopulationError(f"{where}.{key}: unknown field; known: {', '.join(sorted(names))}")
+        if key == "skill":
+            skill = v if isinstance(v, Mapping) else {"default": v}
+            if "default" not in skill:
+                raise PopulationError(f"{where}.skill: needs a 'default' entry")
+            kwargs[key] = {str(b): _number(f"{where}.skill.{b}", s, -8, 8) for b, s in skill.items()}
+            continue
+        low, high = ranges[key]
+        kwargs[key] = _number(f"{where}.{key}", v, low, high)
+        if isinstance(getattr(cls, key, None), int):  # a token count stays an int (and hashes as one)
+            kwargs[key] = int(round(kwargs[key]))
+    if cls is Member and "skill" not in kwargs:
+        raise PopulationError(f"{where}.skill: required")
+    return cls(**kwargs)
+
+
+_MEMBER = {"spread": (0, 6), "calibration": (0, 1), "tokens_median": (1, 100_000), "tokens_q95": (1, 100_000)}
+_BENCH = {"item_spread": (0, 6), "misconception": (0, 1)}
+_DYNAMICS = {
+    "persuasion": (0, 1),
+    "mislead": (0, 1),
+    "stubbornness": (0, 1),
+    "reflect": (0, 1),
+    "context_cost": (0, 4),
+    "context_free_tokens": (0, 1_000_000),
+    "cut_persuasion": (0, 1),
+    "tokens_per_char": (0.001, 100),
+}
+
+
+def parse(name: str, raw: Any, where: str = "population") -> Population:
+    """A `Population` from a file's parsed YAML (PopulationError naming the field)."""
+    if not isinstance(raw, Mapping):
+        raise PopulationError(f"{where}: expected a mapping of version/members/benchmarks/dynamics")
+    unknown = set(raw) - {"version", "description", "members", "benchmarks", "dynamics"}
+    if unknown:
+        raise PopulationError(
+            f"{where}.{sorted(unknown)[0]}: unknown field; known: version, description, members, benchmarks, dynamics"
+        )
+    version = raw.get("version")
+    if version not in VERSIONS:
+        raise PopulationError(f"{where}.version: must be one of {', '.join(VERSIONS)}, got {version!r}")
+    members, benches = raw.get("members"), raw.get("benchmarks")
+    if not isinstance(members, Mapping) or not members:
+        raise PopulationError(f"{where}.members: give at least one member")
+    if not isinstance(benches, Mapping) or "default" not in benches:
+        raise PopulationError(f"{where}.benchmarks: needs a 'default' entry")
+    member_map = {str(k): _section(f"{where}.members.{k}", v, Member, _MEMBER) for k, v in members.items()}
+    for k, m in member_map.items():
+        if m.tokens_q95 < m.tokens_median:
+            raise PopulationError(
+                f"{where}.members.{k}.tokens_q95: must be >= tokens_median ({m.tokens_median})"
+            )
+    return Population(
+        name=name,
+        version=str(version),
+        members=member_map,
+        benchmarks={
+            str(k): _section(f"{where}.benchmarks.{k}", v, Bench, _BENCH) for k, v in benches.items()
+        },
+        dynamics=_section(f"{where}.dynamics", raw.get("dynamics") or {}, Dynamics, _DYNAMICS),
+        description=str(raw.get("description") or ""),
+    )
+
+
+def resolve(ref: str) -> Path:
+    """The file a population reference names: a path ending in .yaml/.yml, or a packaged name."""
+    if ref.endswith((".yaml", ".yml")):
+        return Path(ref)
+    if not ref or "/" in ref or ref.startswith("."):
+        raise PopulationError(f"args.population: '{ref}' is neither a packaged name nor a .yaml path")
+    return HOME / f"{ref}.yaml"
+
+
+def names() -> list[str]:
+    """The packaged populations, `v1` (the engine's own arguments) first."""
+    return ["v1", *sorted(p.stem for p in HOME.glob("*.yaml"))]
+
+
+@lru_cache(maxsize=32)
+def _parse_text(stem: str, text: str, where: str) -> Population:
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise PopulationError(f"args.population: cannot read {where}: {str(e).splitlines()[0]}") from None
+    return parse(stem, raw, where=where)
+
+
+def load(ref: str) -> Population:
+    """The population `ref` names (parsed once per distinct content: an edited file is read anew)."""
+    path = resolve(ref)
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise PopulationError(
+                f"args.population: {path} is over {MAX_FILE_BYTES} bytes; is it a population file?"
+            )
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        known = ", ".join(n for n in names() if n != "v1")
+        raise PopulationError(
+            f"args.population: no population '{ref}' ({path}); packaged: {known or 'none'}, or give a .yaml path"
+        ) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise PopulationError(f"args.population: cannot read {path}: {e}") from None
+    return _parse_text(path.stem, text, str(path))

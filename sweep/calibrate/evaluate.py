@@ -1,0 +1,263 @@
+"""Run a targets file's rows in-process (no Ray, no Parquet): every row on every seed and every item
+of its dataset, on one backend per team member, and measure what the paper's tables report per row —
+accuracy (percent, mean and sample std over seeds), price-weighted cost and tokens per task, and cost
+as a percent of the dataset's reference row.
+
+Episodes seed their calls by (seed, dataset, item, round, agent, phase), never by the method, so rows
+on one seed share round 0 (paired comparisons, as in a sweep); nothing here has to arrange it."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from actors.base import Backend
+from actors.population import PopulationBackend
+from actors.populations import Population
+from actors.simulated import SimulatedBackend
+from data.graders import grader_for
+from data.registry import load_benchmark
+from data.types import Sample
+from debate.episode import Agent, run_episode
+from debate.methods import Method, build_method
+from sweep import interrupt
+from sweep.calibrate.targets import Row, Targets
+from sweep.errors import ConfigError
+
+MakeBackend = Callable[[str], Backend]  # member name -> the engine that plays it
+MIN_MAX_TOKENS = 512  # a sweep's default output cap; raised for members whose replies run longer
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """One row as predicted: accuracy in percent (mean over seeds, sample std or None with one seed),
+    mean cost (price-weighted, per task) and tokens (prompt + completion, per task), and the cost as
+    a percent of the dataset's reference row (None without one)."""
+
+    key: str
+    acc: float
+    std: float | None
+    cost: float
+    tokens: float
+    cost_pct: float | None
+    episodes: int
+
+
+class Outcome(NamedTuple):
+    """What is kept of one episode."""
+
+    correct: bool
+    cost: float
+    tokens: int  # prompt + completion, every turn
+
+
+@dataclass
+class Throughput:
+    """Episodes run and the seconds they took, over every `Evaluator.run` call."""
+
+    episodes: int = 0
+    seconds: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.episodes / self.seconds if self.seconds > 0 else 0.0
+
+
+def max_tokens_for(targets: Targets, member: str) -> int:
+    """The output cap of a member's seat: a sweep's default, or twice its q95 reply when that is longer
+    (a cap should shorten a rare long reply, not every reply of a verbose model)."""
+    q95 = int(targets.members.get(member, {}).get("tokens_q95") or 0)
+    return max(MIN_MAX_TOKENS, 2 * q95)
+
+
+def row_method(row: Row, checkpoints: Mapping[str, str]) -> Method:
+    """The row's method, with its checkpoint when the row needs one (keyed by row key or label)."""
+    args = dict(row.method.get("args") or {})
+    ckpt = checkpoints.get(row.key, checkpoints.get(row.label))
+    if ckpt is not None:
+        args["checkpoint"] = ckpt
+    try:
+        return build_method(str(row.method["name"]), args)
+    except (ValueError, TypeError, KeyError) as e:
+        raise ConfigError(f"{row.key}.method: {str(e).strip(chr(39))}; fix the row's method") from None
+
+
+def population_backends(population: Population) -> MakeBackend:
+    """Member name -> the population model playing that member of `population`."""
+    return lambda m: PopulationBackend(model=m, population=population, member=m)
+
+
+def v1_backends(targets: Targets) -> MakeBackend:
+    """Member name -> the v1 engine with the targets' `v1` arguments for it."""
+
+    def make(member: str) -> Backend:
+        if member not in targets.v1:
+            raise ConfigError(
+                f"v1.{member}: no v1 engine arguments for member '{member}'; add them, or pass --no-v1"
+            )
+        try:
+            return SimulatedBackend(model=member, **targets.v1[member])
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"v1.{member}: {e}; fix the member's v1 engine arguments") from None
+
+    return make
+
+
+def runnable(rows: Sequence[Row], checkpoints: Mapping[str, str]) -> list[Row]:
+    """The rows that can run: a row that needs a checkpoint only when one is given for it."""
+    return [r for r in rows if r.needs != "checkpoint" or r.key in checkpoints or r.label in checkpoints]
+
+
+@dataclass
+class Evaluator:
+    """Runs rows of `targets` on `seeds`, at most `limit` items per dataset (None: the dataset
+    entry's own subset). Datasets load once, on first use; `throughput` accumulates over runs."""
+
+    targets: Targets
+    seeds: Sequence[int]
+    limit: int | None = None
+    concurrency: int = 64
+    checkpoints: Mapping[str, str] = field(default_factory=dict)
+    throughput: Throughput = field(default_factory=Throughput)
+    _samples: dict[str, list[Sample]] = field(default_factory=dict, repr=False)
+
+    def samples(self, key: str) -> list[Sample]:
+        """The items of dataset `key` (a key of `targets.datasets`), loaded once."""
+        if key not in self._samples:
+            entry = dict(self.targets.datasets[key])
+            limit = entry.get("limit")
+            if self.limit is not None:
+                limit = self.limit if limit is None else min(int(limit), self.limit)
+            try:
+                items = load_benchmark(
+                    str(entry["name"]),
+                    str(entry.get("split", "test")),
+                    limit,
+                    int(entry.get("offset") or 0),
+                    entry.get("seed"),
+                    entry.get("path"),
+                )
+            except (FileNotFoundError, KeyError, ValueError) as e:
+                raise ConfigError(f"datasets.{key} ({entry.get('name')}): {str(e).strip(chr(39))}") from None
+            if not items:
+                raise ConfigError(f"datasets.{key}: selects no item of {entry['name']}; lower its offset")
+            self._samples[key] = items
+        return self._samples[key]
+
+    def team(self, members: Sequence[str], make_backend: MakeBackend) -> dict[str, Agent]:
+        """One agent per member: its engine, output cap and prices (one engine object per member, so
+        an episode batches each member's calls together)."""
+        agents = {}
+        for m in dict.fromkeys(members):
+            spec = self.targets.members.get(m, {})
+            agents[m] = Agent(
+                model=m,
+                backend=make_backend(m),
+                max_tokens=max_tokens_for(self.targets, m),
+                price_in=float(spec.get("price_in") or 0.0),
+                price_out=float(spec.get("price_out") or 0.0),
+            )
+        return agents
+
+    def run(self, rows: Sequence[Row], make_backend: MakeBackend) -> dict[str, RowResult]:
+        """Every row on every seed and item; results keyed by row key. The reference rows that set
+        the cost percentages are among `rows` when they should be used."""
+        return interrupt.run(self.arun(rows, make_backend))  # SIGTERM stops it as Ctrl-C does
+
+    async def arun(self, rows: Sequence[Row], make_backend: MakeBackend) -> dict[str, RowResult]:
+        members = [m for r in rows for m in (r.agents or self.targets.agents)]
+        agents = self.team(members, make_backend)
+        jobs: list[tuple[int, int, Method, list[Agent], Sample, str]] = []
+        for i, row in enumerate(rows):
+            method = row_method(row, self.checkpoints)
+            team = [agents[m] for m in (row.agents or self.targets.agents)]
+            name = str(self.targets.datasets[row.dataset]["name"])
+            for seed in self.seeds:
+                jobs += [(i, seed, method, team, s, name) for s in self.samples(row.dataset)]
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(job: tuple[int, int, Method, list[Agent], Sample, str]) -> Outcome:
+            i, seed, method, team, sample, name = job
+            async with gate:
+                res = await run_episode(method, team, sample, grader_for(sample), seed, rows[i].rounds, name)
+            # Only the three numbers are kept: a report's 10k episodes with their states would not fit.
+            return Outcome(
+                res.correct, res.cost, sum(t.prompt_tokens + t.completion_tokens for t in res.turns)
+            )
+
+        start = time.perf_counter()
+        results = await asyncio.gather(*(one(j) for j in jobs))
+        self.throughput.episodes += len(jobs)
+        self.throughput.seconds += time.perf_counter() - start
+        per_row: dict[int, dict[int, list[Outcome]]] = {}
+        for job, res in zip(jobs, results, strict=True):
+            per_row.setdefault(job[0], {}).setdefault(job[1], []).append(res)
+        return summarise(rows, self.targets, per_row)
+
+
+def summarise(
+    rows: Sequence[Row], targets: Targets, per_row: Mapping[int, Mapping[int, Sequence[Outcome]]]
+) -> dict[str, RowResult]:
+    """Per row: accuracy per seed (percent) -> mean and sample std; cost and tokens per task over all
+    episodes; then cost as a percent of the reference row of the row's dataset, when it ran."""
+    raw: dict[str, dict[str, Any]] = {}
+    for i, row in enumerate(rows):
+        by_seed = per_row.get(i, {})
+        accs = [100.0 * sum(r.correct for r in eps) / len(eps) for eps in by_seed.values() if eps]
+        episodes = [r for eps in by_seed.values() for r in eps]
+        n = len(episodes)
+        raw[row.key] = {
+            "acc": statistics.fmean(accs) if accs else math.nan,
+            "std": statistics.stdev(accs) if len(accs) > 1 else None,
+            "cost": sum(r.cost for r in episodes) / n if n else math.nan,
+            "tokens": sum(r.tokens for r in episodes) / n if n else math.nan,
+            "episodes": n,
+        }
+    out = {}
+    for row in rows:
+        ref = targets.reference(row.dataset)
+        base = raw.get(ref.key) if ref is not None else None
+        pct = 100.0 * raw[row.key]["cost"] / base["cost"] if base and base["cost"] > 0 else None
+        out[row.key] = RowResult(key=row.key, cost_pct=pct, **raw[row.key])
+    return out
+
+
+@dataclass(frozen=True)
+class Predictions:
+    """The rows run and those skipped (a checkpoint missing), with the population's results and v1's."""
+
+    rows: list[Row]
+    skipped: list[Row]
+    results: dict[str, RowResult]
+    v1: dict[str, RowResult] | None
+
+
+def predict(
+    targets: Targets,
+    population: Population | None,
+    checkpoints: Mapping[str, str],
+    with_v1: bool,
+    say: Callable[[str], None],
+    split: str | None = None,
+) -> Predictions:
+    """Every runnable row (of `split` alone, when given) on `population` (None: on v1 alone) and,
+    `with_v1`, on v1 beside it, with the targets' seeds and every item of each dataset."""
+    rows = [r for r in targets.rows if split is None or r.split == split]
+    run = runnable(rows, checkpoints)
+    skipped = [r for r in rows if r not in run]
+    evaluator = Evaluator(targets, targets.seeds, None, checkpoints=checkpoints)
+    sides = [("v1" if population is None else population.name, population)]
+    if with_v1 and population is not None:
+        sides.append(("v1", None))
+    results = []
+    for name, pop in sides:
+        say(f"predict: {len(run)} rows x {len(targets.seeds)} seeds on {name}")
+        backends = v1_backends(targets) if pop is None else population_backends(pop)
+        results.append(evaluator.run(run, backends))
+        say(f"predict: {name} done ({evaluator.throughput.rate:.0f} episodes/s)")
+    return Predictions(run, skipped, results[0], results[1] if len(results) > 1 else None)

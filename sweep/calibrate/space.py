@@ -1,0 +1,135 @@
+"""The search space of a calibration: which numbers of a population (`actors.populations`) the fit
+chooses, their bounds, and the population a set of values makes.
+
+Fitted, per member: its skill logit on each benchmark (the targets' dataset *names*, e.g. math500),
+its `spread` and its `calibration` (how well its stated confidence tells right from wrong: it breaks
+the ties of small votes, so consistency at n = 2 pins it); per benchmark: `item_spread` and
+`misconception`; the dynamics' `persuasion`, `mislead`, `stubbornness`, `reflect` and `context_cost`.
+Not fitted: prices and token figures (the targets give them), the other dynamics.
+`default` entries (the benchmark every other dataset falls back to) are the mean of the fitted ones."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping
+from typing import Any
+
+import optuna
+from optuna.distributions import FloatDistribution
+
+from actors.populations import Bench, Dynamics, Member, Population
+from sweep.calibrate.targets import Targets
+
+SKILL = (-3.0, 3.0)
+SPREAD = (0.1, 3.0)
+BENCH = {"item_spread": (0.0, 3.0), "misconception": (0.0, 0.9)}
+DYNAMICS = {
+    "persuasion": (0.0, 1.0),
+    "mislead": (0.0, 1.0),
+    "stubbornness": (0.0, 0.9),
+    "reflect": (0.0, 0.8),
+    "context_cost": (0.0, 0.6),
+}
+CALIBRATION_RANGE = (0.0, 1.0)  # verbal confidence: how far it tells right from wrong (ties in votes)
+NEAR = 0.08  # a fit searches 8 % of each parameter's range either side of its start (a local search)
+DIGITS = 4  # values are rounded: the population file reads well, and what ran is what is written
+
+
+def benchmarks(targets: Targets) -> list[str]:
+    """The benchmark names the targets' datasets use, in file order, once each."""
+    return list(dict.fromkeys(str(entry["name"]) for entry in targets.datasets.values()))
+
+
+def space(targets: Targets, around: Mapping[str, float] | None = None) -> dict[str, FloatDistribution]:
+    """Parameter name -> its distribution, in a fixed order. `around`: each range narrowed to
+    `NEAR` of its width either side of that start (a local search: CMA-ES starts at the middle)."""
+    out: dict[str, tuple[float, float]] = {}
+    benches = benchmarks(targets)
+    for m in targets.members:
+        out |= {f"skill.{m}.{b}": SKILL for b in benches}
+        out[f"spread.{m}"] = SPREAD
+        out[f"calibration.{m}"] = CALIBRATION_RANGE
+    for b in benches:
+        out |= {f"{k}.{b}": bounds for k, bounds in BENCH.items()}
+    out |= {f"dynamics.{k}": bounds for k, bounds in DYNAMICS.items()}
+    if around is not None:
+        out = {
+            k: (max(low, around[k] - NEAR * (high - low)), min(high, around[k] + NEAR * (high - low)))
+            for k, (low, high) in out.items()
+        }
+    return {k: FloatDistribution(low, high) for k, (low, high) in out.items()}
+
+
+def suggest(trial: optuna.Trial, targets: Targets, around: Mapping[str, float] | None = None) -> Population:
+    """The population trial `trial` draws (from the space narrowed `around` a start, when given)."""
+    values = {k: trial.suggest_float(k, d.low, d.high) for k, d in space(targets, around).items()}
+    return population_of(values, targets)
+
+
+def _mean(values: list[float]) -> float:
+    return round(statistics.fmean(values), DIGITS)
+
+
+def population_of(values: Mapping[str, float], targets: Targets, description: str = "") -> Population:
+    """The population that `values` (every parameter of `space`) make for `targets`."""
+    v = {k: round(float(x), DIGITS) for k, x in values.items()}
+    benches = benchmarks(targets)
+    members = {}
+    for m, spec in targets.members.items():
+        skill = {b: v[f"skill.{m}.{b}"] for b in benches}
+        members[m] = Member(
+            skill={"default": _mean(list(skill.values())), **skill},
+            spread=v[f"spread.{m}"],
+            calibration=v[f"calibration.{m}"],
+            # Token figures the targets lack keep the model's defaults (`actors.populations.Member`).
+            tokens_median=int(spec.get("tokens_median") or Member.tokens_median),
+            tokens_q95=int(spec.get("tokens_q95") or max(Member.tokens_q95, spec.get("tokens_median") or 0)),
+        )
+    per_bench = {b: Bench(**{k: v[f"{k}.{b}"] for k in BENCH}) for b in benches}
+    dynamics: dict[str, Any] = {k: v[f"dynamics.{k}"] for k in DYNAMICS}  # the others keep their defaults
+    default = Bench(**{k: _mean([v[f"{k}.{b}"] for b in benches]) for k in BENCH})
+    return Population(
+        name=targets.population,
+        version="v2",
+        members=members,
+        benchmarks={"default": default, **per_bench},
+        dynamics=Dynamics(**dynamics),
+        description=description,
+    )
+
+
+def values_of(population: Population, targets: Targets) -> dict[str, float]:
+    """The parameters of `population` in `space(targets)`, clipped to the bounds (a member or
+    benchmark the population lacks takes its `default`), e.g. to enqueue a population as a trial."""
+    dyn = population.dynamics
+    raw: dict[str, float] = {f"dynamics.{k}": float(getattr(dyn, k)) for k in DYNAMICS}
+    fallback = next(iter(population.members.values()))
+    for m in targets.members:
+        member = population.members.get(m, fallback)
+        raw |= {f"skill.{m}.{b}": member.skill_on(b) for b in benchmarks(targets)}
+        raw[f"spread.{m}"] = member.spread
+        raw[f"calibration.{m}"] = member.calibration
+    for b in benchmarks(targets):
+        raw |= {f"{k}.{b}": float(getattr(population.bench(b), k)) for k in BENCH}
+    return {k: min(max(raw[k], d.low), d.high) for k, d in space(targets).items()}
+
+
+def start_values(targets: Targets) -> dict[str, float]:
+    """A first trial read off the fit rows alone: every parameter at the middle of its range, except
+    each member's skill, set so that its single-agent row comes out right at the middle spreads (a
+    logit-normal's mean is about sigmoid(mu / sqrt(1 + pi s^2 / 8))); the fit then refines it."""
+    values = {k: (d.low + d.high) / 2 for k, d in space(targets).items()}
+    names = {key: str(entry["name"]) for key, entry in targets.datasets.items()}
+    for row in targets.fit_rows():
+        solo = row.method.get("name") == "cot" and len(row.agents) == 1
+        if not solo or f"skill.{row.agents[0]}.{names[row.dataset]}" not in values:
+            continue
+        m, b = row.agents[0], names[row.dataset]
+        sd2 = values[f"spread.{m}"] ** 2 + values[f"item_spread.{b}"] ** 2
+        p = min(0.99, max(0.01, row.acc / 100))
+        low, high = SKILL
+        values[f"skill.{m}.{b}"] = min(
+            high, max(low, math.log(p / (1 - p)) * math.sqrt(1 + math.pi * sd2 / 8))
+        )
+    return values

@@ -1,0 +1,69 @@
+"""Where a fit starts: a coordinate search from `space.start_values`, each parameter in turn moved
+over a small grid and kept where the fit rows it touches score best, so the Optuna study (CMA-ES,
+`sweep.calibrate.fit`) refines a population that is already close instead of searching 25 dimensions
+from their middles.
+
+A parameter is scored on the rows it can move, which keeps each step cheap: a member's skill on a
+benchmark on that benchmark's rows that seat the member; its spread and calibration on every row that
+seats it; a benchmark's item spread and misconception on that benchmark's rows; the debate dynamics
+on the rows that debate (`fixed`). Common random numbers (the same seeds and items every time) make
+each score a deterministic function of the values, so a grid comparison is meaningful."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from actors.populations import Population
+from sweep.calibrate.evaluate import Evaluator, MakeBackend, RowResult
+from sweep.calibrate.space import population_of, space
+from sweep.calibrate.targets import Row, Targets
+
+PASSES = ((1 / 8, 2), (1 / 24, 1))  # (grid step as a share of the range, steps either side) per pass
+
+
+def _rows_of(name: str, rows: Sequence[Row], bench_of: Mapping[str, str]) -> list[Row]:
+    """The fit rows parameter `name` can move (see the module docstring)."""
+    kind, _, rest = name.partition(".")
+    if kind == "skill":
+        member, _, bench = rest.partition(".")
+        return [r for r in rows if member in r.agents and bench_of[r.dataset] == bench]
+    if kind in ("spread", "calibration"):
+        return [r for r in rows if rest in r.agents]
+    if kind == "dynamics":
+        return [r for r in rows if r.method.get("name") == "fixed"]
+    return [r for r in rows if bench_of[r.dataset] == rest]  # item_spread / misconception
+
+
+def warm_start(
+    targets: Targets,
+    evaluator: Evaluator,
+    backends: Callable[[Population], MakeBackend],
+    values: dict[str, float],
+    score: Callable[[Sequence[Row], Mapping[str, RowResult]], float],
+    say: Callable[[str], None],
+) -> dict[str, float]:
+    """`values` improved parameter by parameter (see the module docstring). `score(rows, results)`
+    is the fit's objective on `rows`, given each row's result by key."""
+    rows = list(targets.fit_rows())
+    bench_of = {key: str(entry["name"]) for key, entry in targets.datasets.items()}
+    dims = space(targets)
+    current = dict(values)
+
+    def evaluate(vals: Mapping[str, float], subset: Sequence[Row]) -> float:
+        return score(subset, evaluator.run(subset, backends(population_of(vals, targets))))
+
+    order = [k for k in dims if not k.startswith("dynamics.")] + [
+        k for k in dims if k.startswith("dynamics.")
+    ]
+    for step, reach in PASSES:
+        for name in order:
+            subset = _rows_of(name, rows, bench_of)
+            if not subset:
+                continue
+            d = dims[name]
+            h = step * (d.high - d.low)
+            grid = sorted({min(d.high, max(d.low, current[name] + i * h)) for i in range(-reach, reach + 1)})
+            scored = [(evaluate({**current, name: x}, subset), abs(x - current[name]), x) for x in grid]
+            current[name] = min(scored)[2]  # ties keep the value nearest the current one
+        say(f"start: pass at step {step:.3f} of each range, objective {evaluate(current, rows):.4g}")
+    return current

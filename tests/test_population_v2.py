@@ -1,0 +1,196 @@
+"""The v2 population model's mechanisms (`actors.population`, `docs/population.md`), each measured
+over many calls so that breaking it moves the figure past the bound."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+
+from actors.base import ChatRequest, Message
+from actors.population import PopulationBackend
+from actors.populations import Population, parse
+from actors.simulated import SimulatedBackend, check_args
+
+N = 1500  # calls per measured figure: a binomial sd of about 1.3 points
+
+
+def population(**over: Any) -> Population:
+    raw: dict[str, Any] = {
+        "version": "v2",
+        "members": {
+            "strong": {"skill": {"default": 1.5}, "spread": 1.0, "tokens_median": 150, "tokens_q95": 300},
+            "weak": {"skill": {"default": -1.5}, "spread": 1.0, "tokens_median": 150, "tokens_q95": 300},
+            "mid": {
+                "skill": {"default": 0.0, "hard": -2.0},
+                "spread": 0.5,
+                "tokens_median": 150,
+                "tokens_q95": 300,
+            },
+        },
+        "benchmarks": {"default": {"item_spread": 1.0, "misconception": 0.4}},
+        "dynamics": {"stubbornness": 0.0, "reflect": 0.0},
+    }
+    for key, value in over.items():
+        section, name = key.split("__")
+        target = raw[section] if section == "dynamics" else raw[section]["default"]
+        target[name] = value
+    return parse("test", raw)
+
+
+def ask(
+    b: PopulationBackend, hints: list[dict[str, Any]], max_tokens: int = 4096, seed: int = 0
+) -> list[dict[str, Any]]:
+    reqs = [
+        ChatRequest(messages=(Message("user", "question"),), max_tokens=max_tokens, seed=seed, hints=h)
+        for h in hints
+    ]
+    out = asyncio.run(b.generate(reqs))
+    return [{**json.loads(c.text), "_tokens": c.completion_tokens, "_finish": c.finish_reason} for c in out]
+
+
+def initial(i: int, agent: int = 0, dataset: str = "") -> dict[str, Any]:
+    return {
+        "item": f"q{i}",
+        "gold": "12",
+        "kind": "numeric",
+        "agent": agent,
+        "round": 0,
+        "phase": "initial",
+        "dataset": dataset,
+    }
+
+
+def update(i: int, own: str, peers: list[tuple[str, int]], **extra: Any) -> dict[str, Any]:
+    return {
+        **initial(i),
+        "round": 1,
+        "phase": "update",
+        "own": [own, 3],
+        "peers": [list(p) for p in peers],
+        "sources": list(range(1, len(peers) + 1)),
+        **extra,
+    }
+
+
+def hit_rate(replies: list[dict[str, Any]]) -> float:
+    return float(np.mean([r["answer"] == "12" for r in replies]))
+
+
+def test_skill_sets_the_hit_rate_and_benchmarks_have_their_own() -> None:
+    pop = population()
+    strong, weak, mid = (PopulationBackend(m, pop, m) for m in ("strong", "weak", "mid"))
+    assert hit_rate(ask(strong, [initial(i) for i in range(N)])) > 0.7
+    assert hit_rate(ask(weak, [initial(i) for i in range(N)])) < 0.3
+    assert hit_rate(ask(mid, [initial(i, dataset="hard") for i in range(N)])) < 0.25
+
+
+def test_samples_of_one_member_share_its_competence_so_consistency_saturates() -> None:
+    """Two samples of one member on one item agree far more often than independent draws would."""
+    pop = population()
+    mid = PopulationBackend("mid", pop, "mid")
+    a = [r["answer"] == "12" for r in ask(mid, [initial(i, agent=0) for i in range(N)])]
+    b = [r["answer"] == "12" for r in ask(mid, [initial(i, agent=1) for i in range(N)])]
+    p = np.mean(a)
+    both = np.mean(np.logical_and(a, b))
+    assert both > p * p + 0.04  # independent samples would give p^2 (sd of `both` ~0.012)
+
+
+def test_wrong_members_share_the_misconception() -> None:
+    def agreement(misconception: float) -> float:
+        pop = population(benchmarks__misconception=misconception)
+        w1, w2 = PopulationBackend("weak", pop, "weak"), PopulationBackend("strong", pop, "strong")
+        x = [r["answer"] for r in ask(w1, [initial(i) for i in range(N)])]
+        y = [r["answer"] for r in ask(w2, [initial(i) for i in range(N)])]
+        wrong = [(u, v) for u, v in zip(x, y, strict=True) if u != "12" and v != "12"]
+        return float(np.mean([u == v for u, v in wrong]))
+
+    assert agreement(0.9) > agreement(0.0) + 0.4
+
+
+def test_a_correct_argument_convinces_a_competent_reader_more() -> None:
+    pop = population()
+    hints = [update(i, "13", [("12", 3)]) for i in range(N)]
+    strong = hit_rate(ask(PopulationBackend("strong", pop, "strong"), hints))
+    weak = hit_rate(ask(PopulationBackend("weak", pop, "weak"), hints))
+    assert strong > weak + 0.15
+
+
+def test_a_confident_wrong_argument_misleads_a_weak_reader_more() -> None:
+    pop = population(dynamics__mislead=0.8)
+    sure = [update(i, "12", [("13", 5)]) for i in range(N)]
+    unsure = [update(i, "12", [("13", 1)]) for i in range(N)]
+    weak = PopulationBackend("weak", pop, "weak")
+    strong = PopulationBackend("strong", pop, "strong")
+    assert hit_rate(ask(weak, sure)) < hit_rate(ask(strong, sure)) - 0.1
+    assert hit_rate(ask(weak, sure)) < hit_rate(ask(weak, unsure)) - 0.1
+
+
+def test_importance_weights_change_a_source_s_pull() -> None:
+    pop = population(dynamics__persuasion=0.7)
+    mid = PopulationBackend("mid", pop, "mid")
+    heavy = hit_rate(ask(mid, [update(i, "13", [("12", 3)], weights=[1.0]) for i in range(N)]))
+    ignored = hit_rate(ask(mid, [update(i, "13", [("12", 3)], weights=[0.0]) for i in range(N)]))
+    assert ignored == 0.0 and heavy > 0.2
+
+
+def test_a_cut_argument_persuades_less() -> None:
+    pop = population(dynamics__persuasion=0.9, dynamics__cut_persuasion=0.2)
+    mid = PopulationBackend("mid", pop, "mid")
+    whole = hit_rate(ask(mid, [update(i, "13", [("12", 3)], peer_complete=[True]) for i in range(N)]))
+    cut = hit_rate(ask(mid, [update(i, "13", [("12", 3)], peer_complete=[False]) for i in range(N)]))
+    assert whole > cut + 0.1
+
+
+def test_long_context_costs_competence() -> None:
+    pop = population(dynamics__context_cost=1.0, dynamics__reflect=1.0, dynamics__context_free_tokens=100)
+    mid = PopulationBackend("mid", pop, "mid")
+    short = hit_rate(ask(mid, [update(i, "13", [("13", 3)], peer_chars=[100]) for i in range(N)]))
+    long = hit_rate(ask(mid, [update(i, "13", [("13", 3)], peer_chars=[40_000]) for i in range(N)]))
+    assert short > long + 0.1
+
+
+def test_a_cap_shortens_the_argument_and_keeps_the_answer() -> None:
+    pop = population()
+    strong = PopulationBackend("strong", pop, "strong")
+    full = ask(strong, [initial(i) for i in range(200)])
+    capped = ask(strong, [initial(i) for i in range(200)], max_tokens=60)
+    assert [r["answer"] for r in full] == [r["answer"] for r in capped]
+    assert all(r["_tokens"] <= 60 + 30 for r in capped) and any(r["_finish"] == "length" for r in capped)
+    assert np.mean([r["_tokens"] for r in capped]) < np.mean([r["_tokens"] for r in full]) / 2
+    median = np.median([r["_tokens"] for r in full])
+    assert 110 <= median <= 190  # the member's tokens_median is 150
+
+
+def test_no_seat_identity_in_replies() -> None:
+    pop = population()
+    b = PopulationBackend("mid", pop, "mid")
+    critique = {**update(1, "12", [("13", 3), ("12", 4)]), "phase": "critique"}
+    reqs = [
+        ChatRequest(messages=(Message("user", "q"),), seed=s, hints=h)
+        for s in range(20)
+        for h in (critique, update(2, "13", [("12", 3)]))
+    ]
+    assert not any("Agent" in c.text for c in asyncio.run(b.generate(reqs)))
+
+
+def test_the_engine_runs_a_population_file_and_refuses_v1_arguments_beside_it(tmp_path: Any) -> None:
+    path = tmp_path / "pop.yaml"
+    path.write_text(population().dump())
+    engine = SimulatedBackend("mid", population=str(path), member="mid")
+    reply = asyncio.run(
+        engine.generate([ChatRequest(messages=(Message("user", "q"),), seed=1, hints=initial(3))])
+    )
+    direct = ask(PopulationBackend("mid", population(), "mid"), [initial(3)], max_tokens=512, seed=1)
+    assert json.loads(reply[0].text)["answer"] == direct[0]["answer"]
+    with pytest.raises(ValueError, match=r"^args.skill: population .* remove skill"):
+        check_args("mid", 0.7, 0.8, 0.5, 0.3, 0.02, 3, 0.25, 0.0, 0.0, str(path), "mid")
+    with pytest.raises(ValueError, match="has no member 'nobody'"):
+        check_args("m", 0.6, 0.8, 0.5, 0.3, 0.02, 3, 0.25, 0.0, 0.0, str(path), "nobody")
+    with pytest.raises(ValueError, match=r"^args.member: required .* has: strong, weak, mid"):
+        check_args("mid", 0.6, 0.8, 0.5, 0.3, 0.02, 3, 0.25, 0.0, 0.0, str(path), "")
+    with pytest.raises(ValueError, match="no population 'nope'"):
+        check_args("mid", 0.6, 0.8, 0.5, 0.3, 0.02, 3, 0.25, 0.0, 0.0, "nope", "")
