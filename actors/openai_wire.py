@@ -121,7 +121,9 @@ def validate_args(spec: Mapping[str, Any]) -> None:
     if not isinstance(extra, Mapping):
         raise ValueError("extra_body must be a mapping of extra request fields")
     if clash := sorted(RESERVED_KEYS & set(extra)):
-        raise ValueError(f"extra_body may not set {', '.join(clash)} (the engine sets them per request); remove them")
+        raise ValueError(
+            f"extra_body may not set {', '.join(clash)} (the engine sets them per request); remove them"
+        )
     json.dumps(dict(extra))  # unserialisable extras fail here, not on the first request
 
 

@@ -44,7 +44,7 @@ from actors.sim_items import CONF_RIGHT, CONF_UNIFORM, CONF_WRONG, LETTERS, item
 from actors.sim_seed import seeded
 from actors.sim_text import review, same
 
-VERSION = "v2"
+VERSION = "v3"  # the newest model this module runs (it runs every version in `actors.populations.VERSIONS`)
 _DISTRACTORS = 4
 _JSON_CHARS = 60  # the JSON around the reasoning: {"reasoning": "", "answer": ..., "confidence": 3}
 
@@ -210,6 +210,9 @@ class PopulationBackend:
         """(tag, answer) after reading `peers` at effective competence `p`; "fixed" means re-solve."""
         d = self.dynamics
         move = 1.0 - d.stubbornness
+        # How far a reader can check a correct argument: its competence (v2); v3 adds a floor, since
+        # checking a shown solution is easier than finding one (`verify`).
+        check = d.verify + (1.0 - d.verify) * p if self.population.version == "v3" else p
         if u[2] >= move:
             return "kept", own
         strength = [(1.0 if q.complete else d.cut_persuasion) * q.weight for q in peers]
@@ -223,7 +226,7 @@ class PopulationBackend:
             if same(q.answer, own):
                 continue
             if same(q.answer, gold):
-                convince *= 1.0 - min(1.0, d.persuasion * p * s)
+                convince *= 1.0 - min(1.0, d.persuasion * check * s)
             else:
                 m = min(1.0, d.mislead * (1.0 - p) * s * q.confidence / 5)
                 mislead *= 1.0 - m

@@ -30,7 +30,9 @@ from typing import Any
 
 import yaml
 
-VERSIONS = ("v2",)  # population models a file may name; `v1` is the engine's arguments, not a file
+VERSIONS = ("v2", "v3")  # population models a file may name; `v1` is the engine's arguments, not a file
+# Dynamics a version reads that earlier ones do not: absent from an earlier version's file and digest.
+SINCE = {"verify": "v3"}
 HOME = Path(__file__).resolve().parents[1] / "populations"  # the packaged population files
 MAX_FILE_BYTES = 1 << 20
 
@@ -80,6 +82,7 @@ class Dynamics:
     context_free_tokens: int = 600  # peer text (tokens) a reader takes in at no cost
     cut_persuasion: float = 0.5  # how persuasive an argument cut off by an output cap still is
     tokens_per_char: float = 0.25
+    verify: float = 0.0  # v3: the share of a correct argument any reader can check, whatever its competence
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,11 @@ class Population:
             "description": self.description,
             "members": {k: dataclasses.asdict(m) | {"skill": dict(m.skill)} for k, m in self.members.items()},
             "benchmarks": {k: dataclasses.asdict(b) for k, b in self.benchmarks.items()},
-            "dynamics": dataclasses.asdict(self.dynamics),
+            "dynamics": {
+                k: v
+                for k, v in dataclasses.asdict(self.dynamics).items()
+                if SINCE.get(k, "v2") <= self.version
+            },
         }
 
     @property
@@ -163,6 +170,7 @@ _DYNAMICS = {
     "context_free_tokens": (0, 1_000_000),
     "cut_persuasion": (0, 1),
     "tokens_per_char": (0.001, 100),
+    "verify": (0, 1),
 }
 
 
@@ -188,6 +196,11 @@ def parse(name: str, raw: Any, where: str = "population") -> Population:
         if m.tokens_q95 < m.tokens_median:
             raise PopulationError(
                 f"{where}.members.{k}.tokens_q95: must be >= tokens_median ({m.tokens_median})"
+            )
+    for key, since in SINCE.items():
+        if isinstance(raw.get("dynamics"), Mapping) and key in raw["dynamics"] and str(version) < since:
+            raise PopulationError(
+                f"{where}.dynamics.{key}: read from population model {since} on; set version: {since}"
             )
     return Population(
         name=name,

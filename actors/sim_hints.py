@@ -58,6 +58,8 @@ class Hints(NamedTuple):
             str(get("item", "")),
             _pair(get("own")),
             tuple([(p[0], p[1]) for p in pairs if p is not None and p[0] is not None]),
-            tuple([(as_int(j, k), p[0] if p else None) for k, (j, p) in enumerate(zip(ids, pairs, strict=True))]),
+            tuple(
+                [(as_int(j, k), p[0] if p else None) for k, (j, p) in enumerate(zip(ids, pairs, strict=True))]
+            ),
             get("adversary") is True,
         )

@@ -166,16 +166,26 @@ def test_an_interrupted_trial_is_run_again_with_its_values(
     assert population_of(done[1].params, t).digest == calls[1].digest  # the retry ran the interrupted values
 
 
-def test_the_packaged_population_is_the_first_trial(
+def test_the_packaged_population_is_where_the_search_starts(
     targets_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """With `populations/<name>.yaml` present, the coordinate search starts from its values (not
+    from the single-agent rows) and trial 1 names it as its source."""
     t, out = load_targets(targets_file), tmp_path / "out"
     start = population_of({k: round(d.low + (d.high - d.low) / 4, 4) for k, d in space(t).items()}, t)
     monkeypatch.setattr("actors.populations.HOME", tmp_path)
     (tmp_path / "testpop.yaml").write_text(start.dump())
+    seen: list[dict[str, float]] = []
+
+    def record(targets, evaluator, backends, values, score, say):  # type: ignore[no-untyped-def]
+        seen.append(dict(values))
+        return values
+
+    monkeypatch.setattr("sweep.calibrate.fit.warm_start", record)
     res = fit(t, out, FitSettings(fit_seeds=(0,), trials=1, fit_limit=4), lambda line: None)
     (first,) = _trials(out)
-    assert first.user_attrs["source"] == str(tmp_path / "testpop.yaml")
+    assert first.user_attrs["source"] == f"a coordinate search from {tmp_path / 'testpop.yaml'}"
+    assert seen == [values_of(start, t)]
     assert res.population.digest == start.digest
 
 

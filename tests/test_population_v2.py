@@ -194,3 +194,18 @@ def test_the_engine_runs_a_population_file_and_refuses_v1_arguments_beside_it(tm
         check_args("mid", 0.6, 0.8, 0.5, 0.3, 0.02, 3, 0.25, 0.0, 0.0, str(path), "")
     with pytest.raises(ValueError, match="no population 'nope'"):
         check_args("mid", 0.6, 0.8, 0.5, 0.3, 0.02, 3, 0.25, 0.0, 0.0, "nope", "")
+
+
+def test_v3_lets_a_reader_check_an_argument_it_could_not_have_found() -> None:
+    """`verify` (model v3) raises a weak reader's chance of being convinced by a correct argument;
+    v2 ignores it, and a v2 file may not set it (its digest and episodes stay as they were)."""
+    hints = [update(i, "13", [("12", 3)]) for i in range(N)]
+    v2 = population(dynamics__persuasion=0.9)
+    raw = {**v2.content(), "version": "v3"}
+    v3 = parse("test", {**raw, "dynamics": {**raw["dynamics"], "verify": 0.8}})
+    weak_v2 = hit_rate(ask(PopulationBackend("weak", v2, "weak"), hints))
+    weak_v3 = hit_rate(ask(PopulationBackend("weak", v3, "weak"), hints))
+    assert weak_v3 > weak_v2 + 0.2
+    assert "verify" not in v2.content()["dynamics"]
+    with pytest.raises(ValueError, match=r"dynamics.verify: read from population model v3 on"):
+        parse("test", {**v2.content(), "dynamics": {"verify": 0.5}})

@@ -5,7 +5,7 @@ sampler draws by trial slot (`sweep.study.seeding`), so a rerun after a kill nei
 configuration nor loses a finished trial: a trial its dead driver left running is failed and its
 values enqueued again, and the rerun runs only the trials still missing of `--trials`. The first
 trial of a new study is its start: the packaged population (`populations/<name>.yaml`) when there is
-one, else a coordinate search from the single-agent rows (`sweep.calibrate.warm`); the trials after
+one, else the single-agent rows, improved by a coordinate search (`sweep.calibrate.warm`); the trials after
 it search 8 % of each parameter's range either side of that start (`space.NEAR`, CMA-ES by
 default), and the start is kept in the study so a rerun searches the same space.
 
@@ -46,7 +46,7 @@ class FitSettings:
     seeds and items per dataset each trial evaluates, and an optional time limit in minutes."""
 
     fit_seeds: tuple[int, ...]
-    trials: int = 40
+    trials: int = 10
     sampler: str = "cmaes"
     seed: int = 0
     fit_limit: int = 100
@@ -112,17 +112,19 @@ def first_values(
     backends: Callable[[Population], MakeBackend],
     say: Callable[[str], None],
 ) -> tuple[dict[str, float], str]:
-    """Where the fit starts: the packaged population when there is one (and it loads), else a
-    coordinate search from the single-agent fit rows (`sweep.calibrate.warm`); and a line naming it."""
+    """Where the fit starts: a coordinate search (`sweep.calibrate.warm`) from the packaged population
+    when there is one (and it loads), else from the single-agent fit rows; and a line naming it."""
     path = resolve(targets.population)
+    values, source = start_values(targets), "the single-agent fit rows"
     if path.is_file():
         try:
-            return values_of(load(targets.population), targets), str(path)
+            values, source = values_of(load(targets.population), targets), str(path)
         except PopulationError as e:
             say(f"warning: not starting from {path}: {e}")
-    say("start: a coordinate search from the single-agent fit rows")
-    found = warm_start(targets, evaluator, backends, start_values(targets), objective, say)
-    return found, "a coordinate search from the single-agent fit rows"
+    say(f"start: a coordinate search from {source}")
+    return warm_start(
+        targets, evaluator, backends, values, objective, say
+    ), f"a coordinate search from {source}"
 
 
 def _start(

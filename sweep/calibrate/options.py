@@ -7,7 +7,7 @@ import argparse
 import math
 from typing import Any
 
-TRIALS = 40  # after the coordinate search that starts a fit (`sweep.calibrate.warm`): a local refinement
+TRIALS = 10  # after the coordinate search that starts a fit (`sweep.calibrate.warm`): a local refinement
 FIT_SEEDS = 1
 FIT_LIMIT = 100
 

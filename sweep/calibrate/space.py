@@ -4,7 +4,8 @@ chooses, their bounds, and the population a set of values makes.
 Fitted, per member: its skill logit on each benchmark (the targets' dataset *names*, e.g. math500),
 its `spread` and its `calibration` (how well its stated confidence tells right from wrong: it breaks
 the ties of small votes, so consistency at n = 2 pins it); per benchmark: `item_spread` and
-`misconception`; the dynamics' `persuasion`, `mislead`, `stubbornness`, `reflect` and `context_cost`.
+`misconception`; the dynamics' `persuasion`, `mislead`, `stubbornness`, `reflect`, `context_cost`
+and (model v3) `verify`.
 Not fitted: prices and token figures (the targets give them), the other dynamics.
 `default` entries (the benchmark every other dataset falls back to) are the mean of the fitted ones."""
 
@@ -18,6 +19,7 @@ from typing import Any
 import optuna
 from optuna.distributions import FloatDistribution
 
+from actors.population import VERSION
 from actors.populations import Bench, Dynamics, Member, Population
 from sweep.calibrate.targets import Targets
 
@@ -30,6 +32,7 @@ DYNAMICS = {
     "stubbornness": (0.0, 0.9),
     "reflect": (0.0, 0.8),
     "context_cost": (0.0, 0.6),
+    "verify": (0.0, 1.0),  # read from population model v3 on
 }
 CALIBRATION_RANGE = (0.0, 1.0)  # verbal confidence: how far it tells right from wrong (ties in votes)
 NEAR = 0.08  # a fit searches 8 % of each parameter's range either side of its start (a local search)
@@ -91,7 +94,7 @@ def population_of(values: Mapping[str, float], targets: Targets, description: st
     default = Bench(**{k: _mean([v[f"{k}.{b}"] for b in benches]) for k in BENCH})
     return Population(
         name=targets.population,
-        version="v2",
+        version=VERSION,
         members=members,
         benchmarks={"default": default, **per_bench},
         dynamics=Dynamics(**dynamics),
