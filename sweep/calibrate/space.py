@@ -20,7 +20,7 @@ import optuna
 from optuna.distributions import FloatDistribution
 
 from actors.population import VERSION
-from actors.populations import Bench, Dynamics, Member, Population
+from actors.populations import SINCE, Bench, Dynamics, Member, Population
 from sweep.calibrate.targets import Targets
 
 SKILL = (-3.0, 3.0)
@@ -104,9 +104,13 @@ def population_of(values: Mapping[str, float], targets: Targets, description: st
 
 def values_of(population: Population, targets: Targets) -> dict[str, float]:
     """The parameters of `population` in `space(targets)`, clipped to the bounds (a member or
-    benchmark the population lacks takes its `default`), e.g. to enqueue a population as a trial."""
+    benchmark the population lacks takes its `default`; a parameter its model version lacks, the
+    middle of its range), e.g. to start a search from a population."""
     dyn = population.dynamics
     raw: dict[str, float] = {f"dynamics.{k}": float(getattr(dyn, k)) for k in DYNAMICS}
+    for key, since in SINCE.items():  # a parameter an older population's model lacks: the middle
+        if population.version < since and key in DYNAMICS:
+            raw[f"dynamics.{key}"] = sum(DYNAMICS[key]) / 2
     fallback = next(iter(population.members.values()))
     for m in targets.members:
         member = population.members.get(m, fallback)
