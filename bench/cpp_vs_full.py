@@ -56,6 +56,9 @@ from sweep.train.pg import train  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "examples" / "train_cpp_simulated.yaml"
+# The README's figures of this bench were measured on population v1: the training config's own base
+# is now the calibrated population (examples/cpp_calibrated.yaml), so the bench names v1's.
+V1_BASE = "sweep=cpp_simulated.yaml"
 FULL = "Full-Debate"
 RANDOM_EQUAL = "random pruning at CPP's keep rate"
 
@@ -149,7 +152,7 @@ def plot(panels: dict[str, dict[str, list[Tally]]], path: Path) -> None:
 def setup_and_agents(seed: int, updates: int, out: str, sets: list[str], adversarial: bool) -> tuple[Any, dict[str, Agent]]:
     extra = [f"overrides=[datasets.0.split=train, datasets.0.limit=1000, 'seeds=[0]', concurrency=64{', agents.1.adversarial=true' if adversarial else ''}]"]
     tag = "adv" if adversarial else "vanilla"
-    setup = load_train(CONFIG, [f"pg.seed={seed}", f"pg.updates={updates}", "tracking.enabled=false", *extra, *sets], [], f"{out}/{tag}-{seed}")
+    setup = load_train(CONFIG, [V1_BASE, f"pg.seed={seed}", f"pg.updates={updates}", "tracking.enabled=false", *extra, *sets], [], f"{out}/{tag}-{seed}")
     specs = {m: setup.base.models[m] for m in set(setup.base.team())}
     agents = build_agents(specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None)
     return setup, agents

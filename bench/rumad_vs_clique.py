@@ -45,6 +45,9 @@ from sweep.train.ppo import train  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "examples" / "train_rumad_simulated.yaml"
+# The README's figures of this bench were measured on population v1: the training config's own base
+# is now the calibrated population (examples/rumad_calibrated.yaml), so the bench names v1's.
+V1_BASE = "sweep=rumad_simulated.yaml"
 R = {"prompt_style": "rumad"}
 BASELINES: list[tuple[str, str, dict[str, Any]]] = [
     ("clique (MAD)", "fixed", {"topology": "clique", **R}),
@@ -143,7 +146,7 @@ def plot(histories: dict[int, list[dict[str, float]]], path: Path) -> None:
 
 
 def setup_and_agents(seed: int, updates: int, out: str, sets: list[str]) -> tuple[Any, dict[str, Agent]]:
-    setup = load_train(CONFIG, [f"ppo.seed={seed}", f"ppo.updates={updates}", *sets], [], f"{out}/seed-{seed}")
+    setup = load_train(CONFIG, [V1_BASE, f"ppo.seed={seed}", f"ppo.updates={updates}", *sets], [], f"{out}/seed-{seed}")
     specs = {m: setup.base.models[m] for m in setup.base.team()}
     agents = build_agents(specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None)
     return setup, agents
