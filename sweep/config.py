@@ -17,6 +17,7 @@ from pydantic import (
     model_validator,
 )
 
+from actors.populations import load as load_population
 from actors.registry import check_engine_args, engine_names
 from data.registry import benchmark_names
 from debate.methods import METHODS, build_method
@@ -83,15 +84,16 @@ class ModelSpec(_Strict):
         return self
 
 
+def population_ref(spec: ModelSpec) -> str:
+    """The population a model plays: the simulated engine's `population` argument, else "v1"."""
+    return str(spec.args.get("population", "v1")) if spec.engine == "simulated" else "v1"
+
+
 def model_identity(name: str, spec: ModelSpec) -> dict[str, Any]:
     """What decides a model's outputs (not where it runs or what it costs): the cache key's model part."""
-    keep = spec.model_dump(include={"engine", "model", "args"})
-    ident = {"name": name, **keep}
-    ref = spec.args.get("population", "v1") if spec.engine == "simulated" else "v1"
-    if ref != "v1":  # a population file edited in place must not be answered from the call cache
-        from actors.populations import load
-
-        ident["population_digest"] = load(str(ref)).digest
+    ident = {"name": name, **spec.model_dump(include={"engine", "model", "args"})}
+    if population_ref(spec) != "v1":  # a population file edited in place must not be answered from the cache
+        ident["population_digest"] = load_population(population_ref(spec)).digest
     return ident
 
 

@@ -17,7 +17,7 @@ from data.types import Sample
 from debate.episode import Agent
 from debate.methods import Method, build_method
 from debate.spec import canonical_json, hash_text, stable_hash
-from sweep.config import ConfigError, DatasetSpec, SweepConfig
+from sweep.config import ConfigError, DatasetSpec, SweepConfig, population_ref
 
 
 @dataclass(frozen=True)
@@ -191,11 +191,11 @@ def _team_spec(cfg: SweepConfig, model: str, pops: dict[str, tuple[str, str]]) -
     the file changes every id; v1 models' specs, and so their ids, stay as they were."""
     spec = cfg.models[model]
     out = spec.model_dump(exclude={"replicas", "num_gpus", "num_cpus", "max_concurrency"})
-    ref = spec.args.get("population", "v1") if spec.engine == "simulated" else "v1"
+    ref = population_ref(spec)
     if ref != "v1":
         if model not in pops:
             try:
-                pop = populations.load(str(ref))
+                pop = populations.load(ref)
             except PopulationError as e:
                 raise ConfigError(f"models.{model}.args.population: {_reason(e)}") from None
             pops[model] = (pop.name, pop.digest)
