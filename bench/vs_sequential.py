@@ -4,7 +4,7 @@ produced the same answers.
 
     simulated   examples/simulated.yaml, every request taking `--latency` seconds (0.05: a hosted
                 API's pace; a batch of concurrent requests takes it once, as a server's would)
-    cpu         examples/quickstart.yaml: SmolLM2-135M through llama.cpp on this machine's cores
+    cpu         examples/cpu_gsm8k.yaml: SmolLM2-135M through llama.cpp on this machine's cores
                 (two single-threaded instances: the loop keeps one busy, the sweep both)
 
 The sweep runs as `sweep run` does (cache on, Parquet, tracking off), engines in-process; with
@@ -34,7 +34,7 @@ from sweep.plan import build_plan  # noqa: E402
 from sweep.pool import build_agents  # noqa: E402
 from sweep.scheduler import run_one  # noqa: E402
 
-CONFIGS = {"simulated": "examples/simulated.yaml", "cpu": "examples/quickstart.yaml"}
+CONFIGS = {"simulated": "examples/simulated.yaml", "cpu": "examples/cpu_gsm8k.yaml"}
 
 
 class OneAtATime:

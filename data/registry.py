@@ -11,6 +11,7 @@ import random
 
 # Importing the modules registers their benchmarks in the catalog; none reads any data at import time.
 import data.competition_math
+import data.easy
 import data.gpqa
 import data.gsm8k
 import data.mmlu

@@ -37,7 +37,7 @@ def _model(key: Hashable) -> object:
     return key[0] if isinstance(key, tuple) else key
 
 
-@method("vote", protocol=None)
+@method("vote", protocol=None, summary="one answer per distinct model of the team, majority vote")
 @dataclass(frozen=True)
 class Vote:
     """One answer per distinct seat (model) of the team, majority vote."""
@@ -46,7 +46,7 @@ class Vote:
         return _distinct(keys)
 
 
-@method("consistency", protocol=None)
+@method("consistency", protocol=None, summary="m answers from a team pool, majority vote; cost-matchable")
 @dataclass(frozen=True)
 class Consistency:
     """`m` samples from `pool` (fuse | best | a model), majority vote; `match` names the method whose

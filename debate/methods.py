@@ -93,7 +93,7 @@ def build_method(name: str, args: Mapping[str, Any] | None = None) -> Method:
     return Method(spec, params, protocol, getattr(params, "team_size", None), None, style, params)
 
 
-@method("cot", protocol=None)
+@method("cot", protocol=None, summary="one agent, one chain-of-thought answer")
 @dataclass(frozen=True)
 class ChainOfThought:
     """One agent, one chain-of-thought call."""
@@ -103,7 +103,7 @@ class ChainOfThought:
         return 1
 
 
-@method("cot_sc", protocol=None)
+@method("cot_sc", protocol=None, summary="self-consistency: m independent answers, majority vote")
 @dataclass(frozen=True)
 class SelfConsistency:
     """Self-consistency: `m` independent samples (agents cycle through the configured models), majority vote."""

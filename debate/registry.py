@@ -38,6 +38,7 @@ class MethodDef:
     params: type
     protocol: str | None  # None: no debate rounds (the method takes no `protocol` argument)
     check: Callable[[Mapping[str, Any]], None] | None = None  # cross-argument checks
+    summary: str = ""  # one line for `sweep list methods`: what the method does
 
     @property
     def routed(self) -> bool:
@@ -65,14 +66,18 @@ METHODS: dict[str, MethodDef] = {}
 
 
 def method(
-    name: str, protocol: str | None = "update", check: Callable[[Mapping[str, Any]], None] | None = None
+    name: str,
+    protocol: str | None = "update",
+    check: Callable[[Mapping[str, Any]], None] | None = None,
+    summary: str = "",
 ) -> Callable[[type], type]:
-    """Register the decorated params dataclass as method `name`."""
+    """Register the decorated params dataclass as method `name`; `summary` is the one line `sweep list
+    methods` shows for it."""
 
     def deco(cls: type) -> type:
         if not dataclasses.is_dataclass(cls):
             raise TypeError(f"method '{name}': {cls.__name__} must be a dataclass")
-        METHODS[name] = MethodDef(name, cls, protocol, check)
+        METHODS[name] = MethodDef(name, cls, protocol, check, summary)
         return cls
 
     return deco

@@ -14,7 +14,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from sweep import data_cli, interrupt, listing
+from sweep import cluster_cmd, data_cli, interrupt, listing, mlflow_ui
 from sweep.cache import CacheBusy
 from sweep.calibrate import cli as calibrate_cli
 from sweep.config import ConfigError, SweepConfig, load_config
@@ -101,6 +101,8 @@ def _parser() -> argparse.ArgumentParser:
     calibrate_cli.add_parser(sub)
     report_cli.add_parser(sub)
     view_cli.add_parser(sub)
+    cluster_cmd.add_parser(sub)
+    mlflow_ui.add_parser(sub)
     with_config("validate", "check a config; changes nothing")
     plan_cmd = with_config("plan", "show the expanded grid with episode and call counts; changes nothing")
     plan_cmd.add_argument(
@@ -108,8 +110,8 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         const="",
         metavar="CURVE",
-        help="also estimate tokens and GPU-hours on a throughput profile (a YAML batch curve; default: "
-        "an 8B model on one H100-class GPU, modelled)",
+        help="also estimate tokens, wall time and (GPU engines) GPU-hours, each model on its engine's "
+        "profile (llama_cpp: measured on a CPU; vllm: a batch curve; simulated: latency_s), or all on CURVE",
     )
     run = with_config("run", "run every episode not stored yet, then log to MLflow")
     run.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else a local Ray)")
@@ -149,6 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return train_cli.run(args)
     if args.command == "calibrate":
         return calibrate_cli.run(args)
+    if args.command == "mlflow":
+        return mlflow_ui.run(args)
+    if args.command == "cluster":
+        return cluster_cmd.run(args)
     if args.command in ("report", "view"):
         return (report_cli if args.command == "report" else view_cli).run(args)
     # Off a terminal rich assumes 80 columns; logs (ray job logs, CI) read better unwrapped.
@@ -234,17 +240,19 @@ def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, er
     simulated = all(cfg.models[m].engine == "simulated" for m in cfg.team())
     if outcome.summary:  # a worker's is empty: the owner summarises the sweep
         out.print(summary_table(outcome.summary, simulated))
+        from sweep.debate_effect import print_effects
+
+        print_effects(out, cfg, plan, outcome.out_dir)  # the vote per round, answers debate changed
     out.print(
         f"episodes: {outcome.planned} planned, {outcome.skipped} already stored, "
         f"{outcome.stats.done if outcome.stats else 0} run now"
     )
     out.print(f"results: {outcome.out_dir}/episodes, {outcome.out_dir}/turns (Parquet)")
     if outcome.tracking_uri:
-        out.print(
-            f"mlflow: {outcome.tracking_uri} (parent run {outcome.parent_run_id}); "
-            f"view with: mlflow ui --backend-store-uri {outcome.tracking_uri} --host 127.0.0.1, then open "
-            f"http://127.0.0.1:5000/#/runs/{outcome.parent_run_id}?workflowType=machine_learning"
-        )
+        from sweep.mlflow_ui import hint
+
+        line = hint(outcome.tracking_uri, outcome.parent_run_id, outcome.out_dir)
+        out.print(line, highlight=False, markup=False)
     if outcome.stats and outcome.stats.failures:
         err.print(
             f"[red]{len(outcome.stats.failures)} episode(s) failed[/]; rerun to retry them. First: "
@@ -257,15 +265,17 @@ def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, er
 
 def _plan_table(cfg: SweepConfig, plan: object) -> Table:
     from sweep.plan import Plan
+    from sweep.run_summary import plan_labels, row_key
 
     assert isinstance(plan, Plan)
+    labels = plan_labels(plan)  # the labels the run's summary and `sweep report` show
     table = Table(title=f"plan: {cfg.name} (sweep id {cfg.identity()})")
     for col in ("method", "dataset", "seed", "agents", "rounds", "episodes", "calls"):
         table.add_column(col)
     for g in plan.groups:
         n = len(g.samples)
         table.add_row(
-            g.method.spec.label(),
+            labels[row_key(g)],
             f"{g.dataset.name}/{g.dataset.split}",
             str(g.seed),
             str(len(g.seats)),

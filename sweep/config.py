@@ -175,7 +175,7 @@ class SweepConfig(_Strict):
     rounds: Rounds = 2
     seeds: list[Seed] = Field(default_factory=lambda: [0], min_length=1, max_length=1000)
     concurrency: Large = 64  # episodes in flight at once
-    progress_every_s: Seconds = 30.0  # off a terminal (logs), a progress line this often
+    progress_every_s: Seconds = 20.0  # off a terminal (logs), a progress line this often
     cache: bool = Field(True, strict=True)  # the LLM-call cache in <output_dir>/llm_cache.sqlite
     tracking: Tracking = Tracking()
     ray: RayOptions = RayOptions()

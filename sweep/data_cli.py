@@ -13,8 +13,6 @@ import argparse
 import sys
 from typing import Any
 
-from data.check import check_benchmark
-
 MAX_LISTED = 20  # failing ids printed; the count says how many there were
 
 
@@ -32,6 +30,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Run `sweep data check`; returns the exit code."""
     try:
+        from data.check import check_benchmark  # the graders load only for `sweep data check`
+
         report = check_benchmark(args.name, args.split, args.path)
     except KeyError as e:  # unknown benchmark: the registry's message has the did-you-mean
         print(f"error: {e.args[0] if e.args else e}", file=sys.stderr)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import shutil
 from typing import Any
 
 from rich.console import Console
@@ -19,9 +20,22 @@ def add_parser(sub: Any) -> None:
     s.add_argument("what", choices=KINDS, help="benchmarks, methods, engines or populations")
 
 
+WIDTH = (80, 200)  # columns a table is fitted to: the terminal's (COLUMNS), within these bounds
+PIPED_WIDTH = 160  # when stdout is not a terminal and COLUMNS is unset
+
+
+def width() -> int:
+    """The columns to fit a table to: the terminal's, or `PIPED_WIDTH` for a pipe or a file."""
+    columns = shutil.get_terminal_size((PIPED_WIDTH, 24)).columns
+    return max(WIDTH[0], min(WIDTH[1], columns))
+
+
 def run(args: argparse.Namespace) -> int:
-    tables = {"benchmarks": benchmarks, "methods": methods, "engines": engines, "populations": populations}
-    Console(width=200, soft_wrap=True).print(tables[args.what]())
+    tables = {"benchmarks": benchmarks, "engines": engines, "populations": populations}
+    columns = width()
+    table = methods(columns) if args.what == "methods" else tables[args.what]()
+    # A fixed width: rich's own guess is 80 columns off a terminal; the table's cells wrap within it.
+    Console(width=columns).print(table)
     return 0
 
 
@@ -45,15 +59,22 @@ def benchmarks() -> Table:
     return t
 
 
-def methods() -> Table:
+def methods(columns: int = PIPED_WIDTH) -> Table:
+    """Each method's name, protocol, one-line summary and arguments (wrapped), fitted to `columns`;
+    from 140 columns on every summary stays on one line."""
     from debate.methods import METHODS
 
     t = Table(title="methods (`methods: [{name, args}]`; every argument below is optional)")
-    for col in ("name", "protocol", "arguments (defaults)"):
-        t.add_column(col)
+    summaries = [d.summary for d in METHODS.values()]
+    t.add_column("name", no_wrap=True)
+    t.add_column("protocol", no_wrap=True)
+    # Kept whole where the width allows (from 140 columns); a narrower terminal wraps it as well.
+    whole = max(map(len, summaries), default=0) if columns >= 140 else None
+    t.add_column("what it does", width=whole)
+    t.add_column("arguments (defaults)", overflow="fold")
     for name, d in sorted(METHODS.items()):
         args = ", ".join(f"{k}={_show(v)}" for k, v in d.defaults().items())
-        t.add_row(name, d.protocol or "— (no rounds)", args)
+        t.add_row(name, d.protocol or "— (no rounds)", d.summary, args)
     return t
 
 

@@ -3,8 +3,8 @@ and the debate diagnostics averaged over episodes and per round."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
+from fractions import Fraction
 
 import polars as pl
 
@@ -97,45 +97,70 @@ TABLE_COLUMNS = [
 
 def method_table(episodes: pl.DataFrame) -> pl.DataFrame:
     """One row per method and dataset: accuracy as the mean ± sample std over seeds of each seed's
-    accuracy (std null with one seed), tokens and price-weighted cost per task, episodes and seeds."""
+    accuracy (std null with one seed), tokens and price-weighted cost per task, episodes and seeds.
+    The mean and std are `sweep report`'s (`mean_std`, exact over each seed's k/n), so a mean such
+    as 0.7125 rounds to what the report prints (a float mean of 0.7 and 0.725 is 0.71249...)."""
+    from sweep.report.stats import mean_std
+
     label = pl.coalesce(pl.col("method_label"), pl.col("method")).alias("method_label")
     per_seed = (
         episodes.with_columns(label)
         .group_by("method_label", "dataset", "split", "seed")
         .agg(
-            pl.col("correct").mean().alias("accuracy"),
+            pl.col("correct").sum().alias("right"),
             (pl.col("prompt_tokens") + pl.col("completion_tokens")).mean().alias("tokens_per_task"),
             pl.col("cost").mean().alias("cost_per_task"),
             pl.len().alias("episodes"),
         )
+        .sort("seed")
     )
-    return (
-        per_seed.group_by("method_label", "dataset", "split")
-        .agg(
-            pl.col("accuracy").mean().alias("accuracy_mean"),
-            pl.col("accuracy").std(ddof=1).alias("accuracy_std"),
-            pl.col("tokens_per_task").mean(),
-            pl.col("cost_per_task").mean(),
-            pl.col("episodes").sum(),
-            pl.len().alias("seeds"),
+    rows = []
+    for (method, dataset, split), seeds in per_seed.group_by("method_label", "dataset", "split"):
+        mean, std = mean_std([Fraction(k, n) for k, n in seeds.select("right", "episodes").iter_rows()])
+        rows.append(
+            {
+                "method_label": method,
+                "dataset": dataset,
+                "split": split,
+                "accuracy_mean": mean,
+                "accuracy_std": std,
+                "tokens_per_task": seeds["tokens_per_task"].mean(),
+                "cost_per_task": seeds["cost_per_task"].mean(),
+                "episodes": int(seeds["episodes"].sum()),
+                "seeds": seeds.height,
+            }
         )
-        .sort("dataset", "split", "method_label")
-    )
+    schema: dict[str, type[pl.DataType]] = {
+        "method_label": pl.String,
+        "dataset": pl.String,
+        "split": pl.String,
+    }
+    schema |= dict.fromkeys(("accuracy_mean", "accuracy_std", "tokens_per_task", "cost_per_task"), pl.Float64)
+    schema |= dict.fromkeys(("episodes", "seeds"), pl.Int64)
+    return pl.DataFrame(rows, schema=schema).sort("dataset", "split", "method_label")
 
 
 def table_markdown(table: pl.DataFrame) -> str:
-    """`method_table` as a markdown table (the parent run's description in MLflow)."""
+    """`method_table` as a markdown table (the parent run's description in MLflow), each number
+    rounded as `sweep report` prints it (3 decimals for accuracy)."""
     lines = [
         "| method | dataset | accuracy (mean ± std over seeds) | tokens/task | cost/task | episodes | seeds |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in table.iter_rows(named=True):
-        std = "" if r["accuracy_std"] is None else f" ± {r['accuracy_std']:.3f}"
         lines.append(
-            f"| {r['method_label']} | {r['dataset']}/{r['split']} | {r['accuracy_mean']:.3f}{std} | "
+            f"| {r['method_label']} | {r['dataset']}/{r['split']} | "
+            f"{mean_pm_std(r['accuracy_mean'], r['accuracy_std'])} | "
             f"{r['tokens_per_task']:.0f} | {r['cost_per_task']:.6f} | {r['episodes']} | {r['seeds']} |"
         )
     return "\n".join(lines)
+
+
+def mean_pm_std(mean: float | None, std: float | None, digits: int = 3) -> str:
+    """`0.713 ± 0.018` (`0.713` with one seed), as `sweep report`'s tables write it."""
+    if mean is None:
+        return "–"
+    return f"{mean:.{digits}f}" if std is None else f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
 def readable_tags(run_name: str, params: dict[str, str] | Mapping[str, str]) -> dict[str, str]:
@@ -149,17 +174,40 @@ def readable_tags(run_name: str, params: dict[str, str] | Mapping[str, str]) -> 
     }
 
 
-def method_metrics(table: pl.DataFrame) -> dict[str, float]:
-    """`method_table` as parent-run metrics, one set per method and dataset, e.g.
-    `accuracy_mean/fixed_topology_ring/arith_test` (MLflow's metric names allow no parentheses)."""
-    out: dict[str, float] = {}
-    for r in table.iter_rows(named=True):
-        key = f"{_safe(r['method_label'])}/{_safe(r['dataset'])}_{_safe(r['split'])}"
-        for col in ("accuracy_mean", "accuracy_std", "tokens_per_task", "cost_per_task"):
-            if r[col] is not None:
-                out[f"{col}/{key}"] = float(r[col])
-    return out
+# The decimals `sweep report` prints each of these metrics with: a child run logs them rounded the
+# same way, since MLflow's UI shows Math.round(1000 v) / 1000, which turns 0.0625 into 0.063 where
+# the report prints 0.062 (and 0.71249... into 0.712 where the exact mean 0.7125 prints 0.713).
+REPORT_DIGITS = {
+    "accuracy": 3,
+    "accuracy_round": 3,
+    "w2r": 3,
+    "r2w": 3,
+    "acceptance": 3,
+    "src_conf": 3,
+    "tokens_per_task": 0,
+    "calls_per_task": 1,
+    "cost_per_task": 6,
+}
 
 
-def _safe(text: str) -> str:
-    return re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_.-]", "_", str(text))).strip("_")
+def as_reported(name: str, value: float) -> float:
+    """`value` rounded as `sweep report` prints metric `name` (half to even on the float's exact
+    value, as Python's format does), or as is for a metric the report does not print."""
+    digits = REPORT_DIGITS.get(name)
+    return value if digits is None else float(f"{value:.{digits}f}")
+
+
+VIEW_METRICS = ("accuracy", "tokens_per_task", "cost_per_task", "parse_failure_rate", "w2r", "r2w")
+VIEW_TAGS = ("method_label", "dataset", "seed")
+
+
+def runs_view(parent_run_id: str) -> dict[str, object]:
+    """The MLflow runs page for a sweep as a shared view state: its child runs listed flat (a search
+    filter turns nesting off, so they do not sit collapsed under the parent), by run name, with the
+    method, dataset, seed and the main metrics as columns."""
+    return {
+        "searchFilter": f"tags.`mlflow.parentRunId` = '{parent_run_id}'",
+        "orderByKey": "tags.`mlflow.runName`",
+        "orderByAsc": True,
+        "selectedColumns": [f"tags.`{t}`" for t in VIEW_TAGS] + [f"metrics.`{m}`" for m in VIEW_METRICS],
+    }

@@ -4,6 +4,7 @@ limits. Shared by sweeps, studies and trainings."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,6 +16,10 @@ from mlflow.utils.validation import (
     MAX_PARAM_VAL_LENGTH,
     MAX_PARAMS_TAGS_PER_BATCH,
 )
+
+# MLflow announces creating and upgrading a sqlite store at INFO, on the user's terminal in the middle
+# of a run's output; the store's warnings and errors still show.
+logging.getLogger("mlflow.store.db.utils").setLevel(logging.WARNING)
 
 
 def flatten_params(d: Mapping[str, Any], prefix: str = "") -> dict[str, str]:

@@ -63,7 +63,15 @@ def output_dir(value: object, field: str = "output_dir") -> Path:
     file, or an existing dir holding other files."""
     path = _resolve(value, field)
     _refuse_system(path, field, str(value))
-    if path.exists() and not path.is_dir():
+    try:  # a parent that cannot be searched (permissions) or a name too long fails here, not later
+        path.stat()
+    except FileNotFoundError:
+        return path
+    except OSError as e:
+        raise ConfigError(
+            f"{field}: cannot write {path} ({e.strerror}); choose a directory you can write, or fix its permissions"
+        ) from None
+    if not path.is_dir():
         raise ConfigError(f"{field}: {path} is a file, not a directory; give a directory path")
     if path.is_dir():
         try:

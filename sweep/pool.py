@@ -22,24 +22,50 @@ from debate.episode import Agent
 from debate.prompts import REPLY_SCHEMA
 from sweep.cache import CachedBackend, CallCache
 from sweep.config import ModelSpec, SweepConfig, model_identity
+from sweep.progress import seconds_since_start
 from sweep.reaper import watch_descendants
 from sweep.repair import check_cache
 from sweep.sanitize import SanitizingBackend
-from sweep.scheduler import FatalError
+from sweep.scheduler import CallMeter, FatalError
+
+RAY_LOG = "logs/ray.log"  # in the output dir: Ray's own log lines, off the user's terminal
+
+
+class MeteredBackend:
+    """A `Backend` that counts, in `meter`, the calls episodes send through it: in flight while
+    awaited, then answered (with their tokens). Cache hits count as calls: episodes' totals do."""
+
+    def __init__(self, inner: Backend, meter: CallMeter) -> None:
+        self.inner, self.meter = inner, meter
+
+    async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
+        self.meter.in_flight += len(requests)
+        try:
+            out = await self.inner.generate(requests)
+        finally:
+            self.meter.in_flight -= len(requests)
+        self.meter.done += len(out)
+        self.meter.tokens += sum(c.prompt_tokens + c.completion_tokens for c in out)
+        return out
 
 
 def build_agents(
-    models: Mapping[str, ModelSpec], backends: Mapping[str, Backend], cache: CallCache | None
+    models: Mapping[str, ModelSpec],
+    backends: Mapping[str, Backend],
+    cache: CallCache | None,
+    meter: CallMeter | None = None,
 ) -> dict[str, Agent]:
-    """One `Agent` per pool model: its engine (behind the call cache when there is one), its
-    sampling, its reply schema and its prices. Replies are sanitised before the cache stores them,
-    and the cache sanitises what it reads from disk (an older version may have stored what no
-    writer accepts)."""
+    """One `Agent` per pool model: its engine (behind the call cache when there is one, and counted
+    in `meter` when given), its sampling, its reply schema and its prices. Replies are sanitised
+    before the cache stores them, and the cache sanitises what it reads from disk (an older version
+    may have stored what no writer accepts)."""
     agents = {}
     for m, spec in models.items():
         backend: Backend = SanitizingBackend(backends[m])
         if cache is not None:
             backend = CachedBackend(backend, cache, model_identity(m, spec))
+        if meter is not None:
+            backend = MeteredBackend(backend, meter)
         s = spec.sampling
         schema = reply_schema(s.max_tokens) if spec.structured_output else None
         agents[m] = Agent(
@@ -116,6 +142,7 @@ class EnginePool:
         self.remote: dict[str, Any] = {}  # the Ray-hosted ones (stopped on exit)
         self.cache: CallCache | None = None
         self.agents: dict[str, Agent] = {}
+        self.meter = CallMeter()  # the agents' calls, for progress
         self.encoders: Any = None  # sentence encoders for routers that read content, in Ray actors
 
     @property
@@ -135,7 +162,7 @@ class EnginePool:
         specs = {m: self.cfg.models[m] for m in self.models}
         lazy = {m: LazyBackend(self._starter(m)) for m in specs}
         self.cache = CallCache(out / "llm_cache.sqlite") if self.cfg.cache else None
-        self.agents = build_agents(specs, lazy, self.cache)
+        self.agents = build_agents(specs, lazy, self.cache, self.meter)
         if any(not in_process(self.cfg, m, self.address) for m in specs):  # Ray hosts the engines: encoders too
             from sweep.encoders import HostedEncoders  # imports Ray (~1 s): only where Ray hosts something
 
@@ -158,15 +185,20 @@ class EnginePool:
 
         t0, spec = time.perf_counter(), self.cfg.models[model]
         self.backends[model] = build_backend(spec.engine, spec.model or model, dict(spec.args))
-        self.console.print(f"engine {model}: in-process, ready in {time.perf_counter() - t0:.1f} s")
+        self.console.print(f"engine {model}: in-process, ready to answer{_took(t0)}")
 
     def _init_ray(self) -> dict[str, Any]:
         """Attach to or start Ray (once; later calls find it up)."""
         from sweep.ray_runtime import init_ray
 
         ray_opts = self.cfg.ray
+        log = Path(self.cfg.output_dir).resolve() / RAY_LOG
         info = init_ray(
-            self.address or ray_opts.address, ray_opts.num_cpus, ray_opts.start_timeout_s, ray_opts.start_attempts
+            self.address or ray_opts.address,
+            ray_opts.num_cpus,
+            ray_opts.start_timeout_s,
+            ray_opts.start_attempts,
+            log_file=log,
         )
         watch_descendants()  # Ray's local processes stop with this driver
         return info
@@ -178,13 +210,13 @@ class EnginePool:
 
         t0 = time.perf_counter()
         info = self._init_ray()
+        self.console.print(f"ray: {info['mode']}{_took(t0)}; its log: {info.get('log', '-')}")
         wanted = {m: self.cfg.models[m] for m in self.models if not in_process(self.cfg, m, self.address)}
-        self.remote = start_engines(wanted)
+        t0 = time.perf_counter()
+        self.remote = start_engines(wanted)  # returns once every replica has loaded its model
         watch_descendants()  # the engines' worker processes too
         self.backends.update(self.remote)
-        self.console.print(
-            f"ray: {info['mode']}; engines ready for {', '.join(wanted)} in {time.perf_counter() - t0:.1f} s"
-        )
+        self.console.print(f"engine {', '.join(wanted)}: in Ray actors, ready to answer{_took(t0)}")
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -208,6 +240,13 @@ class EnginePool:
         if self.cache is None:
             return None
         return f"llm-call cache: {self.cache.hits} hits, {self.cache.misses} engine calls ({self.cache.path.name})"
+
+
+def _took(t0: float) -> str:
+    """' in 4.2 s (61.0 s after the command started)': readiness as it happens, not a guess before."""
+    since = seconds_since_start()
+    after = f" ({since:.1f} s after the command started)" if since is not None else ""
+    return f" in {time.perf_counter() - t0:.1f} s{after}"
 
 
 def _close(backend: Any) -> None:

@@ -42,13 +42,16 @@ def init_ray(
     timeout_s: float = 300.0,
     attempts: int = 3,
     sleep: Callable[[float], None] = time.sleep,
+    log_file: Path | None = None,
 ) -> dict[str, Any]:
     """Attach to `address` (or RAY_ADDRESS, as `ray job submit` sets it), else start a private local
-    Ray; up to `attempts` tries within `timeout_s`. Returns a short description of what it did."""
+    Ray; up to `attempts` tries within `timeout_s`. Ray's own log lines go to `log_file` when given
+    (`log_to_file`). Returns a short description of what it did (`log`: where its lines are)."""
     import ray
 
+    log = log_to_file(log_file) if log_file is not None else "the terminal"
     if ray.is_initialized():
-        return {"mode": "existing"}
+        return {"mode": "existing", "log": log}
     address = address or os.environ.get("RAY_ADDRESS")
     started, errors = time.monotonic(), []
     for attempt in range(1, max(1, attempts) + 1):
@@ -56,7 +59,7 @@ def init_ray(
         try:
             if address:
                 ray.init(address=address, log_to_driver=False)
-                return {"mode": "cluster", "address": address, "attempts": attempt}
+                return {"mode": "cluster", "address": address, "attempts": attempt, "log": log}
             _quiet_token_notice()
             # address="local" never attaches to a stray cluster someone else started on this machine.
             ray.init(
@@ -67,7 +70,9 @@ def init_ray(
                 _temp_dir=temp_dir,
                 _system_config=SYSTEM_CONFIG,
             )
-            return {"mode": "local", "attempts": attempt, "temp_dir": temp_dir}
+            # The workers' own output (log_to_driver=False keeps it off the terminal) is in the session dir.
+            log += f" (workers': {temp_dir}/session_latest/logs)"
+            return {"mode": "local", "attempts": attempt, "temp_dir": temp_dir, "log": log}
         except Exception as e:  # noqa: BLE001 - Ray raises many kinds; each is retried, then reported
             errors.append(f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
             _clean_up(ray, temp_dir)
@@ -125,6 +130,32 @@ def pids_mentioning(marker: str) -> list[int]:
         if marker in cmd:
             pids.append(int(entry.name))
     return pids
+
+
+_OURS = "_sweep_ray_log"  # marks the file handler `log_to_file` added
+LINE_FORMAT = "%(asctime)s\t%(levelname)s %(filename)s:%(lineno)s -- %(message)s"  # as Ray writes them
+
+
+def log_to_file(path: Path) -> str:
+    """Send the driver's "ray" logger (ray.init's INFO lines, Ray's warnings) to `path` instead of the
+    terminal; its errors still reach the terminal too. Idempotent: a later call moves the file.
+    Returns the path as text, or says why the lines stay on the terminal (the place is not writable)."""
+    log = logging.getLogger("ray")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError as e:
+        return f"the terminal ({path} not writable: {e.strerror or e})"
+    handler.setFormatter(logging.Formatter(LINE_FORMAT))
+    setattr(handler, _OURS, True)
+    for old in list(log.handlers):
+        if getattr(old, _OURS, False):
+            log.removeHandler(old)
+            old.close()
+        elif isinstance(old, logging.StreamHandler) and not isinstance(old, logging.FileHandler):
+            old.setLevel(max(old.level, logging.ERROR))  # Ray's console handler: errors only
+    log.addHandler(handler)
+    return str(path)
 
 
 def _drop_token_notice(record: logging.LogRecord) -> bool:

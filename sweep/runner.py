@@ -11,14 +11,6 @@ from typing import Any
 
 import yaml
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from sweep import interrupt, receipt
 from sweep.config import SweepConfig
@@ -27,7 +19,7 @@ from sweep.ownership import Claims, DirLock
 from sweep.plan import EpisodeTask, Group, Plan, build_plan
 from sweep.pool import EnginePool
 from sweep.preflight import TrackingFailed, preflight
-from sweep.progress import ProgressLines, per_second, seconds_since_start
+from sweep.progress import ProgressLines, per_second, shown
 from sweep.records import Recorder
 from sweep.repair import MIN_FREE_BYTES, DiskFull, free_bytes, is_disk_full
 from sweep.results import BufferedWriter, ResultStore
@@ -124,7 +116,8 @@ def _run_owned(
         try:
             if workers is not None:
                 workers.start(console)
-            outcome.stats = _run_episodes(cfg, groups, todo, n_todo, store, address, console, claims)
+            bound = sum(left[g.key] * g.calls() for g in groups)  # calls: an upper bound, for the ETA
+            outcome.stats = _run_episodes(cfg, groups, todo, (n_todo, bound), store, address, console, claims)
             if workers is not None:
                 outcome.stats = workers.join(store, outcome.stats, done, t0, console)
         except BaseException:
@@ -214,7 +207,7 @@ def _run_episodes(
     cfg: SweepConfig,
     groups: list[Group],
     todo: Iterator[EpisodeTask],
-    n_todo: int,
+    counts: tuple[int, int],
     store: ResultStore,
     address: str | None,
     console: Console,
@@ -222,45 +215,23 @@ def _run_episodes(
 ) -> RunStats:
     used = sorted({m for g in groups for m in g.seats})
     math = any(s.kind == "math" for g in groups for s in g.samples)
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("acc {task.fields[acc]:.3f}  {task.fields[tps]:,.0f} tokens/s  {task.fields[hits]:,} cache hits"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    )
+    (n_todo, bound), gate = counts, SpaceGate(store.out_dir, claims)
     with (
         EnginePool(cfg, used, address, console, warm_math=math) as pool,
-        Progress(*columns, console=console, transient=False, refresh_per_second=4) as bar,
         BufferedWriter(store, PART_EPISODES, background=True, max_turns=PART_TURNS) as writer,
-        contextlib.ExitStack() as stack,
     ):
-        task_id = bar.add_task("episodes", total=n_todo, acc=0.0, tps=0.0, hits=0)
         cache = pool.cache
 
         def hits() -> int:
             return cache.hits if cache is not None else 0
 
-        # Off a terminal the bar shows nothing until the end: a line every `progress_every_s` instead.
-        lines = None if console.is_terminal else ProgressLines(console, n_todo, cfg.progress_every_s, hits)
-        if lines is not None:
-            lines.stats = RunStats(total=n_todo)  # a line even before the first episode ends
-            stack.enter_context(lines)
-        t0 = time.monotonic()
-
-        def show(s: RunStats) -> None:
-            tps = s.tokens / max(1e-9, time.monotonic() - t0)
-            bar.update(task_id, completed=s.done + s.skipped, acc=s.accuracy, tps=tps, hits=hits())
-            if lines is not None:
-                lines(s)
-
+        # The engines start on the first call (`sweep.pool`), which says when each is ready to answer.
+        lines = ProgressLines(console, n_todo, cfg.progress_every_s, hits, meter=pool.meter)
+        lines.stats = RunStats(total=n_todo, calls_bound=bound)
         record = Recorder(writer, cfg.identity(), pool.simulated)
-        started = seconds_since_start()
-        if started is not None:
-            console.print(f"first episodes start {started:.1f} s after the command started")
-        gate = SpaceGate(store.out_dir, claims)
-        stats = interrupt.run(run_tasks(todo, pool.agents, record, cfg.concurrency, show, n_todo, claim=gate))
+        with shown(console, lines) as show:
+            run = run_tasks(todo, pool.agents, record, cfg.concurrency, show, n_todo, gate, bound)
+            stats = interrupt.run(run)
     if gate.full is not None:
         raise DiskFull(store.out_dir, f"{gate.full}; {stats.done} episode(s) stored before it stopped")
     # Episodes that ran but could not be stored are failed ones (the writer says why).

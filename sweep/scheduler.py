@@ -50,6 +50,17 @@ def fewer_collections() -> Iterator[None]:
             gc.unfreeze()
 
 
+@dataclass
+class CallMeter:
+    """Model calls as episodes issue them (counted by `sweep.pool.MeteredBackend`): answered, in
+    flight, and the tokens of those answered. Episodes' own totals (`RunStats`) move only when an
+    episode ends, which on a slow engine is minutes after its first call."""
+
+    done: int = 0
+    in_flight: int = 0
+    tokens: int = 0
+
+
 class FatalError(RuntimeError):
     """An error that stops the whole run (an engine that cannot start), not just one episode."""
 
@@ -67,6 +78,11 @@ class RunStats:
     skipped: int = 0  # claimed by another driver when their turn came
     failures: list[str] = field(default_factory=list)
     wall_s: float = 0.0  # from the first episode's start to the last one's end
+    # An upper bound on the calls of the episodes not yet ended here (not finished, failed or claimed
+    # by another driver), and the bound of those finished: `calls / finished_bound` is the share of
+    # its bound a finished episode used, for the time left.
+    calls_bound: int = 0
+    finished_bound: int = 0
 
     @property
     def accuracy(self) -> float:
@@ -91,15 +107,22 @@ async def run_tasks(
     on_progress: Callable[[RunStats], None] = lambda s: None,
     total: int | None = None,
     claim: Callable[[EpisodeTask], bool] | None = None,
+    calls_bound: int = 0,
 ) -> RunStats:
     """Run `tasks` with at most `concurrency` episodes in flight, calling `on_episode` for each one
     that finishes. A failing episode is recorded and skipped (nothing is handed on, so a rerun
     retries it); the others go on. `claim`, asked as an episode is about to start, may say another
-    driver has it: the episode is then skipped (counted in `skipped`). `total` (for the progress
-    bar) defaults to `len(tasks)`."""
+    driver has it: the episode is then skipped (counted in `skipped`). `on_progress` gets the live
+    totals at the start and as each episode finishes. `total` (for the progress bar) defaults to
+    `len(tasks)`; `calls_bound`, the tasks' bound on calls (`Group.calls`), goes down
+    by an episode's bound as it ends."""
     if total is None:
         total = len(tasks) if isinstance(tasks, Sized) else 0
-    stats = RunStats(total=total)
+    stats = RunStats(total=total, calls_bound=calls_bound)
+
+    def bound(task: EpisodeTask) -> int:
+        return task.group.calls() if calls_bound else 0
+
     pending = iter(tasks)
 
     def record(task: EpisodeTask, result: EpisodeResult, diagnostics: Diagnostics) -> None:
@@ -108,6 +131,7 @@ async def run_tasks(
         stats.correct += int(result.correct)
         stats.tokens += result.prompt_tokens + result.completion_tokens
         stats.calls += result.calls
+        stats.finished_bound += bound(task)
         on_progress(stats)
 
     async def worker() -> None:
@@ -115,6 +139,7 @@ async def run_tasks(
         for task in pending:
             if claim is not None and not claim(task):
                 stats.skipped += 1
+                stats.calls_bound -= bound(task)
                 continue
             try:
                 result, diagnostics = await run_one(task, agents)
@@ -122,12 +147,15 @@ async def run_tasks(
                 raise
             except Exception as e:  # an engine error must not take the other episodes down
                 stats.failures.append(f"{task.episode_id}: {type(e).__name__}: {e}")
+                stats.calls_bound -= bound(task)
                 if len(stats.failures) == 1:
                     traceback.print_exc()
                 continue
+            stats.calls_bound -= bound(task)
             record(task, result, diagnostics)
 
     started = time.perf_counter()
+    on_progress(stats)  # the live totals, before any episode ends
     with fewer_collections():
         await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
     stats.wall_s = time.perf_counter() - started

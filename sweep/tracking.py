@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 import time
@@ -18,15 +19,17 @@ from mlflow.exceptions import MlflowException
 from sweep.config import SweepConfig
 from sweep.metrics import (
     TABLE_COLUMNS,
+    as_reported,
     diagnostic_metrics,
     group_metrics,
-    method_metrics,
     method_table,
     readable_tags,
+    runs_view,
     table_markdown,
 )
 from sweep.mlflow_io import flatten_params as flatten_params  # re-exported
 from sweep.mlflow_io import log_batch as log_batch  # re-exported
+from sweep.mlflow_ui import VIEW_TAG
 from sweep.plan import Plan
 from sweep.receipt import default_tracking_uri
 from sweep.results import ResultStore
@@ -136,6 +139,8 @@ class Tracker:
 
         params = flatten_params(cfg.model_dump(mode="json", exclude={"tracking"}))
         parent = self.start_sweep(cfg.identity(), cfg.name, params)
+        # What `sweep mlflow` opens: the children flat, with metric columns (the UI's default is neither).
+        self.client.set_experiment_tag(self.experiment_id, VIEW_TAG + parent, json.dumps(runs_view(parent)))
         stored = stored_by_group(plan, store)
         counts = dict(stored.group_by("_group").len().iter_rows())
         due = [gi for gi, g in enumerate(plan.groups) if counts.get(gi, 0) not in (0, self._logged(g.key))]
@@ -148,25 +153,25 @@ class Tracker:
                 self._log_folder(g.key, g.run_name, gparams, folder, episodes, rounds)
         done = store.episodes(["sweep_id", *TABLE_COLUMNS]).filter(pl.col("sweep_id") == cfg.identity())
         self._log_table(parent, done)
+        # No accuracy here: pooled over every method it would sit in the runs table's accuracy column
+        # beside the children's as if it were one more method; the parent's table has each method's.
         metrics = {
             "episodes_done": float(done.height),
             "cache_hits_this_run": float(stats.cache_hits if stats else 0),
         }
-        if done.height:
-            metrics["accuracy"] = float(done["correct"].mean())  # type: ignore[arg-type]
         self.finish_sweep("FAILED" if stats and stats.failures else "FINISHED", metrics)
         return parent
 
     def _log_table(self, parent: str, episodes: pl.DataFrame) -> None:
         """Method x dataset (accuracy mean ± std over seeds, tokens, cost) on the parent: as its
-        description (the run page shows it first) and as a table artifact."""
+        description (the run page shows it first) and as a table artifact. Not as metrics: a key
+        per method and dataset (`accuracy_mean/fixed_topology_ring/arith_test`) reads badly, and the
+        children carry each method's plain `accuracy` with its method and dataset as tags."""
         if episodes.height == 0:
             return
         table = method_table(episodes)
         text = table_markdown(table)
-        now = int(time.time() * 1000)
-        metrics = [Metric(k, v, now, 0) for k, v in method_metrics(table).items()]
-        self._batch(parent, metrics, [], [RunTag("mlflow.note.content", text)])
+        self._batch(parent, [], [], [RunTag("mlflow.note.content", text)])
         self.client.log_text(parent, text, "results_table.md")
         self.client.log_table(parent, data=table.to_pandas(), artifact_file="results_table.json")
 
@@ -219,10 +224,12 @@ class Tracker:
         # Artifacts before the n_episodes tag: a crash in between leaves the tag stale, so a rerun redoes it.
         self.client.log_artifacts(run_id, str(folder), "results")
         scalars, per_round = group_metrics(episodes)
+        points = [(k, v, 0) for k, v in scalars.items()]
+        points += [("accuracy_round", v, r) for r, v in enumerate(per_round)]
+        points += diagnostic_metrics(episodes, rounds)
         now = int(time.time() * 1000)
-        metrics = [Metric(k, v, now, 0) for k, v in scalars.items()]
-        metrics += [Metric("accuracy_round", v, now, r) for r, v in enumerate(per_round)]
-        metrics += [Metric(k, v, now, step) for k, v, step in diagnostic_metrics(episodes, rounds)]
+        # Rounded as `sweep report` prints them, so MLflow shows the report's numbers.
+        metrics = [Metric(k, as_reported(k, v), now, step) for k, v, step in points]
         # Params are immutable in MLflow: only keys this run lacks (all of them on creation).
         new_params = [Param(k, v) for k, v in params.items() if k not in child.data.params]
         self._batch(run_id, metrics, new_params, [RunTag(TAG_N_EPISODES, str(episodes.height))])

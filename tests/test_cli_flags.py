@@ -116,3 +116,20 @@ def test_sweep_run_needs_no_optuna() -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "dry run: 10 episodes planned" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "argv", [["--version"], ["list", "methods"], ["validate", SIMULATED], ["plan", SIMULATED]]
+)
+def test_quick_commands_import_no_framework(argv: list[str]) -> None:
+    """The commands a user types first answer without loading Ray, MLflow, Optuna or torch (each
+    costs seconds on a busy machine); bench/cli_latency.py times them."""
+    code = (
+        "import sys\nfrom sweep.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('ray', 'mlflow', 'optuna', 'torch', 'llama_cpp') if m in sys.modules))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

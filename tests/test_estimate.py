@@ -17,7 +17,9 @@ from sweep.plan import build_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 # 1 ms per step whatever the batch: a step count is a time.
-FLAT = BatchCurve(base_ms=1.0, per_seq_ms=0.0, per_prefill_token_ms=0.0, per_context_token_ms=0.0, max_num_seqs=2)
+FLAT = BatchCurve(
+    base_ms=1.0, per_seq_ms=0.0, per_prefill_token_ms=0.0, per_context_token_ms=0.0, max_num_seqs=2
+)
 
 
 def timed(lengths: list[int], curve: BatchCurve = FLAT) -> tuple[list[int], list[int]]:
@@ -57,20 +59,23 @@ def test_step_time_grows_with_batch_prefill_and_context() -> None:
 def test_the_estimate_scales_with_the_curve(tmp_path: Path) -> None:
     cfg = load_config(ROOT / "examples" / "simulated.yaml", ["datasets.0.limit=3"])
     plan = build_plan(cfg)
-    base = estimate(cfg, BatchCurve(), plan)
+    base = estimate(cfg, BatchCurve(), plan)  # a curve given: every model on it, as --estimate CURVE
     slow = BatchCurve(base_ms=11.0, per_seq_ms=0.04, per_prefill_token_ms=0.03, per_context_token_ms=0.00008)
     assert base["calls"] == plan.calls() and base["episodes"] == len(plan.tasks) == 30
-    assert base["prompt_tokens"] == base["calls"] * base["prompt_tokens_per_call"] > 0
+    rows = base["models"].values()
+    assert base["prompt_tokens"] == sum(r["calls"] * r["prompt_tokens_per_call"] for r in rows) > 0
     assert estimate(cfg, slow, plan)["gpu_hours"] == pytest.approx(2 * base["gpu_hours"])
-    assert base["gpu_hours"] == pytest.approx(base["calls"] / base["requests_per_s_per_gpu"] / 3600)
+    assert base["gpu_hours"] == pytest.approx(sum(r["calls"] / r["requests_per_s"] / 3600 for r in rows))
 
 
-def test_plan_estimate_prints_gpu_hours_and_refuses_a_bad_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plan_estimate_refuses_a_bad_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = str(ROOT / "examples" / "simulated.yaml")
-    assert main(["plan", config, "--set", "datasets.0.limit=2", "--estimate"]) == 0
-    assert "GPU-hours" in capsys.readouterr().out
     bad = tmp_path / "curve.yaml"
     bad.write_text(yaml.safe_dump({"base_ms": 5, "max_batch": 8}))
     assert main(["plan", config, "--estimate", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "max_batch" in err[0] and "max_num_seqs" in err[0]
+    bad.write_text(yaml.safe_dump({"name": "cpu", "in_flight": {1: {"prompt_tokens_per_s": 0}}}))
+    assert main(["plan", config, "--estimate", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: --estimate") and "in_flight.1" in err[0]

@@ -46,7 +46,7 @@ def test_one_item_of_the_main_job_through_the_ray_actor(tmp_path: Path, ray_driv
     spec = cfg.models["smol"]
     local = build_backend(spec.engine, spec.model or "smol", dict(spec.args))
     agent = build_agents({"smol": spec}, {"smol": local}, None)["smol"]
-    sample = load_benchmark("gsm8k", "test", limit=1)[0]
+    sample = load_benchmark(cfg.datasets[0].name, cfg.datasets[0].split, limit=1)[0]
     request = ChatRequest(
         messages=prompts.initial_messages(sample, 0, "pear"),
         max_tokens=agent.max_tokens,

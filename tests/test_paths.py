@@ -12,6 +12,8 @@ import pytest
 from sweep.errors import ConfigError
 from sweep.paths import file_url, input_path, output_dir
 
+SIMULATED = str(Path(__file__).resolve().parents[1] / "examples" / "simulated.yaml")
+
 
 def test_output_dirs_that_are_fine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
@@ -40,6 +42,31 @@ def test_output_dirs_that_are_refused(tmp_path: Path, monkeypatch: pytest.Monkey
     with pytest.raises(ConfigError, match=fragment.replace("(", r"\(").replace(")", r"\)")) as e:
         output_dir(value)
     assert str(e.value).startswith("output_dir: ")
+
+
+def test_an_output_dir_that_cannot_be_looked_at_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A parent the user may not search (stat raises PermissionError as a non-root user) and a name
+    too long for the file system: one `error: output_dir: ...` line and exit 2, no traceback."""
+    from sweep.cli import main
+
+    locked = tmp_path / "locked"
+    real_stat = Path.stat
+
+    def stat(self: Path, *a: object, **k: object) -> object:
+        if self == locked / "out":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_stat(self, *a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "stat", stat)
+    long = str(tmp_path / ("x" * 300) / "out")
+    for value, why in ((str(locked / "out"), "Permission denied"), (long, "File name too long")):
+        code = main(["run", SIMULATED, "--no-tracking", "--limit", "1", "--out", value])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1, err
+        assert err.startswith("error: output_dir: cannot write ") and why in err
+        assert "fix its permissions" in err
 
 
 def test_storage_and_tracking_urls(tmp_path: Path) -> None:

@@ -147,8 +147,14 @@ def _list_rows(capsys: pytest.CaptureFixture[str]) -> dict[str, list[str]]:
 
     assert main(["list", "populations"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("│")]
-    cells = [[c.strip() for c in line.strip("│").split("│")] for line in lines]
-    return {row[0]: row[1:] for row in cells}
+    rows: dict[str, list[str]] = {}
+    for line in lines:  # a row whose first cell is empty continues the one above (a wrapped cell)
+        cells = [c.strip() for c in line.strip("│").split("│")]
+        if cells[0]:
+            key, rows[cells[0]] = cells[0], cells[1:]
+        else:
+            rows[key] = [f"{a} {b}".strip() for a, b in zip(rows[key], cells[1:], strict=True)]
+    return rows
 
 
 def test_list_populations_shows_each_packaged_one(

@@ -1,14 +1,12 @@
 """Whole sweeps on the session's local Ray with simulated agents: Parquet contract, MLflow runs,
-resume after SIGKILL, and the `ray job submit` round trip."""
+resume after SIGKILL. (The `ray job submit` round trip: tests/test_cluster_cmd.py.)"""
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -157,7 +155,7 @@ def test_whole_sweep_writes_the_results_contract_and_mlflow(tmp_path: Path, ray_
         assert row["accuracy_mean"] == pytest.approx(per_seed.mean())
         assert row["accuracy_std"] == pytest.approx(per_seed.std(ddof=1))
     parent_run = client.get_run(outcome.parent_run_id)
-    assert "accuracy_mean/fixed_topology_clique/arith_test" in parent_run.data.metrics
+    assert not [k for k in parent_run.data.metrics if "/" in k]  # the table holds each method's numbers
     assert "| fixed(topology=clique) | arith/test |" in parent_run.data.tags["mlflow.note.content"]
 
     again = run_sweep(cfg, build_plan(cfg))
@@ -196,60 +194,6 @@ def test_sigkill_mid_sweep_then_rerun_loses_and_duplicates_nothing(tmp_path: Pat
     ]
     assert len(rows) == len(set(rows)) == len(planned)  # none lost, none duplicated
     assert set(rows) == planned
-
-
-def readme_job_submit_line() -> str:
-    """The README's one-machine `ray job submit` line, as written there."""
-    lines = [
-        ln
-        for ln in (ROOT / "README.md").read_text().splitlines()
-        if ln.startswith(".venv/bin/ray job submit")
-    ]
-    assert len(lines) == 1, lines
-    return lines[0]
-
-
-def jobs_of(head: RayHead, out: Path) -> list[str]:
-    """Status and log tail of the head's jobs writing to `out` (for a failure message)."""
-    from ray.job_submission import JobSubmissionClient
-
-    client = JobSubmissionClient(head.dashboard)
-    jobs = [j for j in client.list_jobs() if str(out) in j.entrypoint]
-    return [f"{j.submission_id} {j.status}: {client.get_job_logs(j.submission_id or '')[-2000:]}" for j in jobs]
-
-
-def test_ray_job_submit_round_trip(tmp_path: Path, ray_head: RayHead) -> None:
-    """The README's line, run by bash from the checkout with the venv NOT on PATH (as a user who did
-    not activate it): the job must find the project's python through its runtime_env."""
-    out = tmp_path / "job-out"
-    line = readme_job_submit_line()
-    assert "http://127.0.0.1:8265" in line and '"$PWD/runs/job"' in line
-    line = line.replace("http://127.0.0.1:8265", ray_head.dashboard).replace(
-        '"$PWD/runs/job"', shlex.quote(str(out))
-    )
-    venv_bin = str(Path(sys.executable).parent)
-    path = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep) if d and d != venv_bin)
-    env = {**os.environ, "PATH": path}
-    for _ in range(6):
-        try:
-            proc = subprocess.run(["bash", "-c", line], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"ray job submit did not return in 600 s; the head's jobs: {jobs_of(ray_head, out)}")
-        # Ray answers 500 "No available agent ... try again later" while its job agent re-registers.
-        if "No available agent" not in proc.stderr:
-            break
-        time.sleep(10)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "succeeded" in proc.stdout + proc.stderr
-    ep = ResultStore(out).episodes()
-    assert ep.height == 5 * 4 * 2  # five methods x four items (--limit 4) x two seeds
-    assert (out / "mlflow.db").is_file()
-    # The job's driver attached to this head: a driver that ignored RAY_ADDRESS and started a Ray of
-    # its own would have registered with that one, leaving the head's record of the job driverless.
-    from ray.job_submission import JobSubmissionClient
-
-    (job,) = [j for j in JobSubmissionClient(ray_head.dashboard).list_jobs() if str(out) in j.entrypoint]
-    assert job.driver_info is not None and job.job_id is not None, job
 
 
 def test_an_identical_sweep_is_served_by_the_call_cache(tmp_path: Path, ray_driver: RayHead) -> None:

@@ -58,7 +58,7 @@ def query_text(question: str, kept: Sequence[str]) -> str:
     return "\n\n".join([question, *kept])
 
 
-@method("cpp", check=_update_only)
+@method("cpp", check=_update_only, summary="CPP: a trained policy prunes what each agent sees")
 @dataclass(frozen=True)
 class CppRouter:
     """CPP (see the module docstring for each argument)."""
@@ -165,7 +165,7 @@ class CppPolicyRouter:
         return await decide(self.params, self.policy, state, rng, self.sample)
 
 
-@method("random_prune")
+@method("random_prune", summary="CPP's control: keep each previous response with chance p")
 @dataclass(frozen=True)
 class RandomPrune:
     """CPP's Random baseline: every agent keeps each previous-round response — its own included —

@@ -21,7 +21,7 @@ TOPOLOGIES = {
 }
 
 
-@method("fixed")
+@method("fixed", summary="one graph every round: clique, star, ring, chain or zero")
 @dataclass(frozen=True)
 class FixedRouter:
     """The same topology every round: clique (Full-Debate), star (hub = agent 0), ring, chain, zero."""
@@ -37,7 +37,7 @@ class FixedRouter:
         return everyone(TOPOLOGIES[self.topology](state.n))
 
 
-@method("random")
+@method("random", summary="each agent sees k random peers, redrawn every round")
 @dataclass(frozen=True)
 class RandomRouter:
     """Each target draws `k` distinct sources uniformly from the other agents, afresh every round

@@ -29,7 +29,7 @@ from debate.registry import method
 from debate.state import DebateState
 
 
-@method("oracle")
+@method("oracle", summary="reads the gold: wrong agents see right peers (a ceiling)")
 @dataclass(frozen=True)
 class Oracle:
     """Wrong agents speak and see only right peers, within `budget` (see the module docstring)."""

@@ -117,7 +117,12 @@ def needs_verdicts(args: Mapping[str, Any]) -> None:
         raise ValueError("pear: influence 'accept' reads critique verdicts; it needs protocol critique_revise")
 
 
-@method("pear", protocol="critique_revise", check=needs_verdicts)
+@method(
+    "pear",
+    protocol="critique_revise",
+    check=needs_verdicts,
+    summary="PEAR: critiques routed by trust, influence and doubt",
+)
 @dataclass(frozen=True)
 class PearRouter:
     """PEAR (see the module docstring for every argument's role)."""

@@ -34,7 +34,7 @@ from debate.registry import method
 from debate.state import DebateState
 
 
-@method("silent", protocol=None)
+@method("silent", protocol=None, summary="round 0's majority vote of the team, no debate round")
 @dataclass(frozen=True)
 class Silent:
     """Round 0's majority vote over the whole team, no debate round (see the module docstring)."""
@@ -51,7 +51,7 @@ def least_confident(confidences: tuple[int, ...], k: int) -> list[int]:
     return sorted(ranked[: max(0, k)])
 
 
-@method("least_confident")
+@method("least_confident", summary="the k least confident speak, seeing all, within a budget")
 @dataclass(frozen=True)
 class LeastConfident:
     """The `k` least confident agents speak, seeing everyone, within `budget` activations (see the
@@ -81,7 +81,11 @@ def _update_only(args: Mapping[str, Any]) -> None:
         )
 
 
-@method("confidence_keep", check=_update_only)
+@method(
+    "confidence_keep",
+    check=_update_only,
+    summary="keep confident peers, hide an unsure own answer (a rule)",
+)
 @dataclass(frozen=True)
 class ConfidenceKeep:
     """CPP-style pruning by stated confidence: keep confident peers, hide an unsure own response (see

@@ -55,7 +55,7 @@ def dual_threshold(
     return active, visible
 
 
-@method("rumad")
+@method("rumad", summary="RUMAD: a trained policy picks who speaks and sees whom")
 @dataclass(frozen=True)
 class RumadRouter:
     """RUMAD (see the module docstring for each argument's role)."""

@@ -38,7 +38,7 @@ def ring_edges(n: int, degree: int) -> set[tuple[int, int]]:
     return {((t + d) % n, t) for t in range(n) for k in range(1, degree + 1) for d in (k, -k) if (t + d) % n != t}
 
 
-@method("smad")
+@method("smad", summary="sparse MAD: a fixed star or undirected ring")
 @dataclass(frozen=True)
 class SparseRouter:
     """Sparse MAD: a fixed star or undirected ring (see the module docstring)."""
@@ -75,7 +75,7 @@ def delegate(state: DebateState, group: list[int]) -> int:
     return min(holders, key=lambda i: (-conf[i], i))
 
 
-@method("gd")
+@method("gd", summary="debate in groups, summaries between groups")
 @dataclass(frozen=True)
 class GroupDebate:
     """Group debate: debate inside groups, summaries between groups (see the module docstring)."""
@@ -98,7 +98,7 @@ class GroupDebate:
         return everyone(Graph(state.n, edges))
 
 
-@method("random_activation")
+@method("random_activation", summary="random speakers within a budget (RUMAD's control)")
 @dataclass(frozen=True)
 class RandomActivation:
     """Random speakers within an activation budget (see the module docstring)."""

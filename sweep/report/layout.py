@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import polars as pl
+if TYPE_CHECKING:  # polars is imported by the callers that pass frames; `sweep --help` needs LAYOUTS only
+    import polars as pl
 
 LAYOUTS = ("pear", "rumad", "cpp")
 

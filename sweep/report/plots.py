@@ -55,26 +55,97 @@ def _save(fig: Any, path: Path) -> None:
 
 
 def pareto_plot(rows: list[dict[str, Any]], title: str, path: Path) -> None:
+    _save(pareto_figure(rows, title), path)
+
+
+def pareto_figure(rows: list[dict[str, Any]], title: str) -> Any:
+    """The accuracy–cost plane of `rows` (one per method) with the Pareto front; every point labelled,
+    no two labels overlapping (`place_labels`)."""
     plt = _pyplot()
     axis = rows[0]["pareto_axis"]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for r in rows:
         ax.errorbar(r[axis], r["accuracy_mean"], yerr=r["accuracy_std"] or 0, fmt="o" if r["pareto"] else "s",
                     color="C3" if r["pareto"] else "C0", capsize=3)  # fmt: skip
-        ax.annotate(
-            plain(r["method_label"]),
-            (r[axis], r["accuracy_mean"]),
-            fontsize=7,
-            xytext=(4, 4),
-            textcoords="offset points",
-        )
     front = sorted((r[axis], r["accuracy_mean"]) for r in rows if r["pareto"])
     ax.plot([x for x, _ in front], [y for _, y in front], color="C3", alpha=0.5, label="Pareto front")
     ax.set_xlabel("cost per task (price-weighted)" if axis == "cost_per_task" else "tokens per task")
     ax.set_ylabel("accuracy (mean ± std over seeds)")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
-    _save(fig, path)
+    # Beside the plane, not in it: a legend placed "best" inside would move once the labels are there.
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+    # The front's labels choose their places first: they are the ones a reader looks for.
+    order = sorted(rows, key=lambda r: (not r["pareto"], -r["accuracy_mean"], r[axis]))
+    place_labels(ax, [(plain(r["method_label"]), r[axis], r["accuracy_mean"]) for r in order])
+    return fig
+
+
+LABEL_RADII = (6, 11, 17, 25, 34, 45, 58, 72, 88, 106, 126, 150)  # points from the labelled point
+LEADER_FROM = 12  # points: a label placed farther than this gets a line to its point
+
+
+def _candidates() -> list[tuple[float, float, str, str]]:
+    """Offsets (points) and alignments to try for a label, nearest first: the four diagonals, then
+    above, below, right and left, then (farther out) the directions between."""
+    out = []
+    for radius in LABEL_RADII:
+        between = [22, -22, 158, -158, 68, -68, 112, -112] if radius > 20 else []
+        for deg in [45, -45, 135, -135, 90, -90, 0, 180, *between]:
+            dx, dy = radius * math.cos(math.radians(deg)), radius * math.sin(math.radians(deg))
+            ha = "left" if dx > 1 else "right" if dx < -1 else "center"
+            va = "bottom" if dy > 1 else "top" if dy < -1 else "center"
+            out.append((dx, dy, ha, va))
+    return out
+
+
+def place_labels(ax: Any, labels: list[tuple[str, float, float]], fontsize: float = 7) -> list[Any]:
+    """Annotate each (text, x, y) in turn at the nearest place (`_candidates`) where its box overlaps
+    no label placed before, no marker and not the legend, inside the axes when one is free there; a
+    far label gets a leader line. Greedy, so the order of `labels` is their priority. Returns the
+    annotations. Call it once the plot's data and limits are final: boxes are measured in pixels."""
+    from matplotlib.text import Text
+    from matplotlib.transforms import Bbox
+
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    ax.autoscale_view()
+    inside = ax.get_window_extent(renderer)
+    taken: list[Any] = []  # boxes no label may overlap: markers, the legend, the labels placed
+    for _, x, y in labels:
+        px, py = ax.transData.transform((x, y))
+        taken.append(Bbox.from_extents(px - 4, py - 4, px + 4, py + 4))
+    if ax.get_legend() is not None:
+        taken.append(ax.get_legend().get_window_extent(renderer))
+    placed = []
+    for text, x, y in labels:
+        probe = ax.annotate(text, (x, y), xytext=(0, 0), textcoords="offset points", fontsize=fontsize)
+        chosen: tuple[float, float, str, str] | None = None
+        outside: tuple[float, float, str, str] | None = None
+        for dx, dy, ha, va in _candidates():
+            probe.set_position((dx, dy))
+            probe.set_horizontalalignment(ha)
+            probe.set_verticalalignment(va)
+            probe.update_positions(renderer)
+            box = Text.get_window_extent(probe, renderer).padded(1)
+            if any(box.overlaps(other) for other in taken):
+                continue
+            if inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1):
+                chosen = (dx, dy, ha, va)
+                break
+            outside = outside or (dx, dy, ha, va)
+        probe.remove()
+        spot = chosen or outside
+        if spot is None:  # nowhere near is free: above everything taken
+            top = max(b.y1 for b in taken)
+            spot = (0.0, (top - ax.transData.transform((x, y))[1] + 4) * 72 / fig.dpi, "center", "bottom")
+        dx, dy, ha, va = spot
+        leader = {"arrowstyle": "-", "color": "0.55", "lw": 0.6} if math.hypot(dx, dy) > LEADER_FROM else None
+        note = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+                           ha=ha, va=va, arrowprops=leader)  # fmt: skip
+        note.update_positions(renderer)
+        taken.append(Text.get_window_extent(note, renderer).padded(1))
+        placed.append(note)
+    return placed
 
 
 def _series(frame: pl.DataFrame, order: list[str], column: str) -> list[tuple[str, list[int], list[float]]]:

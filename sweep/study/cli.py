@@ -188,11 +188,14 @@ def _report(setup: StudySetup, runner: Any, status: str, err: Console) -> None:
     tracker.sync(runner.study, set(runner.outcome.ran))
     tracker.finish(runner.study, plots, status)
     if tracker.uri is not None:
-        out.print(
-            f"mlflow: {tracker.uri} (parent run {tracker.parent_id}); "
-            f"view with: mlflow ui --backend-store-uri {tracker.uri} --host 127.0.0.1"
-        )
+        from sweep.mlflow_ui import hint
+
+        out.print(hint(tracker.uri, tracker.parent_id, setup.out), highlight=False, markup=False)
     out.print(_best_table(runner.study, setup))
+    from sweep.study.progress import tie_notes
+
+    for note in tie_notes(runner.study.get_trials(deepcopy=False), setup.cfg.objectives):
+        out.print(note, highlight=False, markup=False)
     out.print(f"study: {setup.cfg.name} in {setup.storage_url()}; plots in {setup.out / 'plots'}")
 
 

@@ -27,6 +27,7 @@ from sweep.records import Recorder
 from sweep.results import BufferedWriter, ResultStore
 from sweep.scheduler import run_tasks
 from sweep.study.config import OBJECTIVES, StudySetup
+from sweep.study.progress import StudyProgress
 from sweep.study.storage import DRIVER, StudyLock, abandon, open_study, recover_stale
 from sweep.study.tracking import NullStudyTracker
 from sweep.study.training import router_args, train_trial
@@ -68,6 +69,9 @@ class StudyRunner:
         self.parts: set[str] = set()  # committed store parts already read into `rows`
         self.failed_in_a_row = 0
         self.outcome = StudyOutcome(self.study)
+        self.progress = StudyProgress(
+            console, self.cfg.n_trials, self.cfg.parallel, self.cfg.objectives, setup.base.progress_every_s
+        )
 
     def run(self, agents: dict[str, Agent], simulated: set[str]) -> StudyOutcome:
         """Ask, run and tell until the study holds `n_trials` finished or running trials; `agents`
@@ -86,6 +90,7 @@ class StudyRunner:
     async def _loop(self) -> None:
         tasks: set[asyncio.Task[None]] = set()
         beat = asyncio.create_task(self._heartbeat())
+        ticker = asyncio.create_task(self._ticker())
         try:
             while True:
                 while len(tasks) < self.cfg.parallel and self.failed_in_a_row < MAX_FAILED_IN_A_ROW:
@@ -100,6 +105,7 @@ class StudyRunner:
                     d.result()  # a bug in the driver itself stops the study
         finally:
             beat.cancel()
+            ticker.cancel()
         if self.failed_in_a_row >= MAX_FAILED_IN_A_ROW:
             raise RuntimeError(f"{self.failed_in_a_row} trials failed in a row; see the errors above")
 
@@ -128,6 +134,12 @@ class StudyRunner:
                 # Told meanwhile (or failed by another driver): nothing to keep alive.
                 with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
                     trial.set_user_attr("heartbeat", time.time())
+
+    async def _ticker(self) -> None:
+        """A progress line whenever the console was silent for the base sweep's `progress_every_s`."""
+        while True:
+            await asyncio.sleep(1.0)
+            self.progress.tick(len(self.inflight), self.outcome.episodes_run)
 
     async def _trial(self, trial: Trial) -> None:
         t0 = time.perf_counter()
@@ -231,7 +243,8 @@ class StudyRunner:
         self.inflight.pop(trial.number, None)
         self.outcome.ran.append(trial.number)
         self.failed_in_a_row = self.failed_in_a_row + 1 if state == TrialState.FAIL else 0
-        self.console.print(_trial_line(frozen, self.cfg.objectives), highlight=False)
+        self.progress.say(_trial_line(frozen, self.cfg.objectives))
+        self.progress.say(self.progress.told(self.study, frozen))
         try:
             self.tracker.log_trial(frozen)
         except Exception as e:  # noqa: BLE001 - MLflow's errors vary; the study must go on

@@ -148,11 +148,12 @@ def _run(setup: TrainSetup, args: argparse.Namespace) -> int:
         evals = [h for h in outcome.history if "eval.return" in h]
         top = max(evals, key=lambda h: h["eval.return"])
         out.print(f"best evaluated policy: {outcome.best} (update {top['update']:.0f}, eval accuracy {top['eval.accuracy']:.3f})")
-    entry = {"name": setup.cfg.method.name, "args": {**setup.cfg.method.args, "checkpoint": str(outcome.policy)}}
-    out.print(f"evaluate it with the method entry: {yaml.safe_dump(entry, default_flow_style=True, width=10_000).strip()}")
+    from sweep.train.next_run import eval_command
+
+    out.print(f"evaluate it: {eval_command(setup, outcome.policy)}", highlight=False, markup=False)
     if tracker.uri is not None:
-        out.print(
-            f"mlflow: {tracker.uri} (run {tracker.run_id}; checkpoint URI runs:/{tracker.run_id}/policy.npz); "
-            f"view with: mlflow ui --backend-store-uri {tracker.uri} --host 127.0.0.1"
-        )
+        from sweep.mlflow_ui import hint
+
+        out.print(hint(tracker.uri, tracker.run_id, setup.out), highlight=False, markup=False)
+        out.print(f"checkpoint URI: runs:/{tracker.run_id}/policy.npz", highlight=False, markup=False)
     return 0

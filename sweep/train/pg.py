@@ -24,6 +24,7 @@ whose lengths the checkpoint keeps for truncation. Per update u:
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections.abc import Callable, Mapping
@@ -45,6 +46,7 @@ from sweep.train import state
 from sweep.train.behaviour import behaviour
 from sweep.train.config import TrainSetup
 from sweep.train.ppo import TrainOutcome
+from sweep.train.progress import TrainProgress
 from sweep.train.rollouts import rollout_tasks, run_rollouts, training_items
 from sweep.train.tracking import NullTrainTracker, plot_curves
 
@@ -131,18 +133,31 @@ def pg_update(net: PruningNet, optimizer: torch.optim.Optimizer, batch: Actions,
 
 def train(
     setup: TrainSetup, agents: Mapping[str, Agent], tracker: Any = None, console: Console | None = None,
-    on_update: Callable[[list[dict[str, float]]], bool] | None = None,
+    on_update: Callable[[list[dict[str, float]]], bool] | None = None, progress: TrainProgress | None = None,
 ) -> TrainOutcome:  # fmt: skip
-    """Train (or resume training) CPP's pruning policy on `agents`; `on_update` as for PPO's `train`."""
-    return interrupt.run(train_async(setup, agents, tracker, console, on_update))
+    """Train (or resume training) CPP's pruning policy on `agents`; `on_update` and `progress` as for
+    PPO's `train`."""
+    return interrupt.run(train_async(setup, agents, tracker, console, on_update, progress))
 
 
 async def train_async(
     setup: TrainSetup, agents: Mapping[str, Agent], tracker: Any = None, console: Console | None = None,
-    on_update: Callable[[list[dict[str, float]]], bool] | None = None,
+    on_update: Callable[[list[dict[str, float]]], bool] | None = None, progress: TrainProgress | None = None,
 ) -> TrainOutcome:  # fmt: skip
     """`train` inside a running event loop (a study's trial)."""
     tracker, console = tracker or NullTrainTracker(), console or Console(stderr=True)
+    progress = progress or TrainProgress(console, setup.cfg.pg.updates, setup.base.progress_every_s)
+    beat = asyncio.create_task(progress.beat())
+    try:
+        return await _train(setup, progress.meter.metered(agents), tracker, console, on_update, progress)
+    finally:
+        beat.cancel()
+
+
+async def _train(
+    setup: TrainSetup, agents: Mapping[str, Agent], tracker: Any, console: Console,
+    on_update: Callable[[list[dict[str, float]]], bool] | None, progress: TrainProgress,
+) -> TrainOutcome:  # fmt: skip
     torch.set_num_threads(1)
     cfg, params = setup.cfg.pg, setup.method.router
     assert isinstance(params, CppRouter)
@@ -158,6 +173,8 @@ async def train_async(
         history, latest = resume.history, (state.checkpoint_dir(setup.out) / resume.policy_file, loaded.digest)
         console.print(f"resumed from update {resume.update} ({resume.policy_file})")
     else:  # 0. behaviour embeddings and output lengths from the validation questions
+        progress.say(f"behaviour embeddings: each seat answers {setup.cfg.cpp.behaviour_items} validation items")
+        progress.phase_start("behaviour embeddings", 0)
         embeddings, lengths = await behaviour(setup, agents)
         arch = PruningArch(len(lengths), embeddings.shape[1], setup.cfg.cpp.hidden, setup.cfg.cpp.encoder,
                            tuple(setup.base.team()), lengths)  # fmt: skip
@@ -167,24 +184,27 @@ async def train_async(
         optimizer.load_state_dict(resume.optimizer)
     tracker.sync(history)
     start, items = len(history), training_items(setup)
+    progress.begin(start + 1, cfg.episodes_per_update, setup.base.rounds, len(setup.base.team()))
     for update in range(start + 1, cfg.updates + 1):
         t0 = time.perf_counter()
         k, ent_coef = stage_k(setup, update), cfg.entropy_coef * cfg.entropy_decay ** (update - 1)  # 1.
         router = CppPolicyRouter(params, Pruner(net, f"training-u{update}"), sample=True)
         tasks = rollout_tasks(setup, items, router, update, cfg.episodes_per_update, rng)
-        results = await run_rollouts(tasks, agents, setup.base.concurrency)  # 2.
+        progress.phase_start(f"update {update}/{cfg.updates}: rollouts", len(tasks))
+        results = await run_rollouts(tasks, agents, setup.base.concurrency, progress.on_progress)  # 2.
         batch = collect(results, dataclasses.replace(setup.rewards, k=k))  # 3.
         losses = pg_update(net, optimizer, batch, setup, ent_coef)  # 4.
         metrics = {"update": float(update), "k": k, **batch.metrics, **losses, "failures": float(len(tasks) - len(results))}
         if setup.cfg.eval_every and update % setup.cfg.eval_every == 0:
-            metrics |= await evaluate(setup, net, items, agents, update)
+            progress.phase_start(f"update {update}/{cfg.updates}: evaluating the policy", setup.cfg.eval_episodes)
+            metrics |= await evaluate(setup, net, items, agents, update, progress.on_progress)
         metrics["seconds"] = time.perf_counter() - t0
         history.append(metrics)
         latest = state.save(setup, update, net, optimizer, rng, history)  # 5.
         tracker.log_updates([metrics])
         if update % setup.cfg.checkpoint_every == 0:
             tracker.log_checkpoint(latest[0])
-        console.print(_line(metrics, cfg.updates), highlight=False)
+        progress.say(f"{_line(metrics, cfg.updates)}  | {progress.updated(update, metrics['seconds'])}")
         if on_update is not None and on_update(history):
             break
     if latest is None:
@@ -196,14 +216,17 @@ async def train_async(
     return TrainOutcome(final, latest[1], history, start, tracker.run_id, best if best.is_file() else None)
 
 
-async def evaluate(setup: TrainSetup, net: PruningNet, items: list[Any], agents: Mapping[str, Agent], update: int) -> dict[str, float]:
+async def evaluate(
+    setup: TrainSetup, net: PruningNet, items: list[Any], agents: Mapping[str, Agent], update: int,
+    on_progress: Callable[[Any], None] = lambda s: None,
+) -> dict[str, float]:  # fmt: skip
     """The thresholded policy (what evaluation runs) on `eval_episodes` training items and seeds,
     the same at every evaluation, scored under the final reward (`reward.k`, whatever the stage), so
     evaluations compare across the schedule and the best one (by eval.return) is kept."""
     router = CppPolicyRouter(setup.method.router, Pruner(net, f"eval-u{update}"), sample=False)  # type: ignore[arg-type]
     fixed = np.random.default_rng([setup.cfg.pg.seed, 0xE7A1])
     tasks = rollout_tasks(setup, items, router, "eval", setup.cfg.eval_episodes, fixed)  # type: ignore[arg-type]
-    got = collect(await run_rollouts(tasks, agents, setup.base.concurrency), setup.rewards).metrics
+    got = collect(await run_rollouts(tasks, agents, setup.base.concurrency, on_progress), setup.rewards).metrics
     return {f"eval.{key}": got[key] for key in ("return", "accuracy", "cost_per_task", "tokens_per_task", "kept_edges")}
 
 

@@ -19,6 +19,7 @@ updates the policy, between rollout batches. Per update:
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from debate.routers.rumad import PolicyRouter
 from sweep import interrupt
 from sweep.train import state
 from sweep.train.config import TrainSetup
+from sweep.train.progress import TrainProgress
 from sweep.train.rollouts import Batch, collect, rollout_tasks, run_rollouts, training_items
 from sweep.train.tracking import NullTrainTracker, plot_curves
 
@@ -119,18 +121,32 @@ def train(
     tracker: Any = None,
     console: Console | None = None,
     on_update: Callable[[list[dict[str, float]]], bool] | None = None,
+    progress: TrainProgress | None = None,
 ) -> TrainOutcome:
     """Train (or resume training) the policy on `agents`; after each update `on_update` sees every
-    update's metrics so far and may return True to stop early (a study's pruner)."""
-    return interrupt.run(train_async(setup, agents, tracker, console, on_update))
+    update's metrics so far and may return True to stop early (a study's pruner). `progress` prints
+    the progress lines (default: on `console`, as often as the base sweep's `progress_every_s`)."""
+    return interrupt.run(train_async(setup, agents, tracker, console, on_update, progress))
 
 
 async def train_async(
     setup: TrainSetup, agents: Mapping[str, Agent], tracker: Any = None, console: Console | None = None,
-    on_update: Callable[[list[dict[str, float]]], bool] | None = None,
+    on_update: Callable[[list[dict[str, float]]], bool] | None = None, progress: TrainProgress | None = None,
 ) -> TrainOutcome:  # fmt: skip
     """`train` inside a running event loop (a study's trial)."""
     tracker, console = tracker or NullTrainTracker(), console or Console(stderr=True)
+    progress = progress or TrainProgress(console, setup.cfg.ppo.updates, setup.base.progress_every_s)
+    beat = asyncio.create_task(progress.beat())
+    try:
+        return await _train(setup, progress.meter.metered(agents), tracker, console, on_update, progress)
+    finally:
+        beat.cancel()
+
+
+async def _train(
+    setup: TrainSetup, agents: Mapping[str, Agent], tracker: Any, console: Console,
+    on_update: Callable[[list[dict[str, float]]], bool] | None, progress: TrainProgress,
+) -> TrainOutcome:  # fmt: skip
     one_thread()
     cfg = setup.cfg.ppo
     arch = PolicyArch(setup.cfg.policy.hidden, setup.cfg.policy.head, setup.cfg.policy.log_std_init, setup.base.rounds)
@@ -151,19 +167,22 @@ async def train_async(
     start = len(history)
     items = training_items(setup)
     params = setup.method.router
+    progress.begin(start + 1, cfg.episodes_per_update, setup.base.rounds, len(setup.base.team()))
     for update in range(start + 1, cfg.updates + 1):
         t0 = time.perf_counter()
         # 1. rollouts with the policy sampling
         router = PolicyRouter(params, Controller(module, f"training-u{update}"), sample=True)  # type: ignore[arg-type]
         tasks = rollout_tasks(setup, items, router, update, cfg.episodes_per_update, rng)
-        results = await run_rollouts(tasks, agents, setup.base.concurrency)
+        progress.phase_start(f"update {update}/{cfg.updates}: rollouts", len(tasks))
+        results = await run_rollouts(tasks, agents, setup.base.concurrency, progress.on_progress)
         # 2.-4. steps and rewards, GAE, clipped PPO epochs
         batch = collect(setup, results)
         losses = ppo_update(module, optimizer, batch, setup, rng)
         metrics = {"update": float(update), **batch.metrics, **losses, "failures": float(len(tasks) - len(results))}
         # the policy's mean (what evaluation runs) on a fixed set of training items, now and then
         if setup.cfg.eval_every and update % setup.cfg.eval_every == 0:
-            metrics |= await evaluate(setup, module, items, agents, update)
+            progress.phase_start(f"update {update}/{cfg.updates}: evaluating the mean policy", setup.cfg.eval_episodes)
+            metrics |= await evaluate(setup, module, items, agents, update, progress.on_progress)
         metrics["seconds"] = time.perf_counter() - t0
         history.append(metrics)
         # 5. record, then log
@@ -171,7 +190,7 @@ async def train_async(
         tracker.log_updates([metrics])
         if update % setup.cfg.checkpoint_every == 0:
             tracker.log_checkpoint(latest[0])
-        console.print(_line(metrics, cfg.updates), highlight=False)
+        progress.say(f"{_line(metrics, cfg.updates)}  | {progress.updated(update, metrics['seconds'])}")
         if on_update is not None and on_update(history):
             break
     if latest is None:  # updates: 0 to do and nothing recorded: record the initial network
@@ -184,13 +203,14 @@ async def train_async(
 
 
 async def evaluate(
-    setup: TrainSetup, module: ActorCritic, items: list[Any], agents: Mapping[str, Agent], update: int
+    setup: TrainSetup, module: ActorCritic, items: list[Any], agents: Mapping[str, Agent], update: int,
+    on_progress: Callable[[Any], None] = lambda s: None,
 ) -> dict[str, float]:
     """The policy's mean on `eval_episodes` training items and seeds, the same at every evaluation."""
     router = PolicyRouter(setup.method.router, Controller(module, f"eval-u{update}"), sample=False)  # type: ignore[arg-type]
     fixed = np.random.default_rng([setup.cfg.ppo.seed, 0xE7A1])
     tasks = rollout_tasks(setup, items, router, "eval", setup.cfg.eval_episodes, fixed)
-    got = collect(setup, await run_rollouts(tasks, agents, setup.base.concurrency)).metrics
+    got = collect(setup, await run_rollouts(tasks, agents, setup.base.concurrency, on_progress)).metrics
     keys = ("return", "accuracy", "tokens_per_task", "activations", *(k for k in got if k.startswith("reward.")))
     return {f"eval.{k}": got[k] for k in keys}
 

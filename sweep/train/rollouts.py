@@ -18,7 +18,7 @@ from debate.routers.rumad import PolicyRouter
 from debate.spec import derive_seed, stable_hash
 from debate.trajectory import EpisodeResult
 from sweep.plan import EpisodeTask, Group, build_plan
-from sweep.scheduler import run_tasks
+from sweep.scheduler import RunStats, run_tasks
 from sweep.train.config import TrainSetup
 
 
@@ -70,11 +70,14 @@ def rollout_tasks(
     return tasks
 
 
-async def run_rollouts(tasks: list[EpisodeTask], agents: Mapping[str, Agent], concurrency: int) -> list[EpisodeResult]:
+async def run_rollouts(
+    tasks: list[EpisodeTask], agents: Mapping[str, Agent], concurrency: int,
+    on_progress: Callable[[RunStats], None] = lambda s: None,
+) -> list[EpisodeResult]:  # fmt: skip
     """Run the episodes; their results in task order (a failed episode is left out). Fails when more
-    than half of them failed."""
+    than half of them failed. `on_progress` sees the totals as each episode finishes."""
     finished: dict[str, EpisodeResult] = {}
-    stats = await run_tasks(tasks, agents, keep_into(finished), concurrency)
+    stats = await run_tasks(tasks, agents, keep_into(finished), concurrency, on_progress)
     if len(finished) < max(1, len(tasks) // 2):
         raise RuntimeError(f"{len(stats.failures)} of {len(tasks)} episodes failed: {stats.failures[0]}")
     return [finished[t.episode_id] for t in tasks if t.episode_id in finished]

@@ -26,6 +26,9 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--method", help="export only this method (its label as the viewer shows it)")
     p.add_argument("--dataset", help="export only this dataset/split")
+    p.add_argument(
+        "--episode", metavar="ID", help="open this episode (its id); the URL printed ends #episode=ID"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -45,10 +48,14 @@ def run(args: argparse.Namespace) -> int:
         query = Query(method=args.method, dataset=args.dataset)
         query.check()
         data.check_known(query)
+        if args.episode is not None:
+            if export is not None:
+                raise QueryError("--episode opens one episode in the served viewer; leave out --export")
+            data.check_episode(args.episode)
     except (ReportInputError, QueryError, ConfigError) as e:
         return _fail(str(e), 2)
     if export is None:
-        return _serve(data, args.port)
+        return _serve(data, args.port, args.episode)
     from sweep.view.export import export_html
 
     try:
@@ -68,7 +75,14 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-def _serve(data: Any, port: int) -> int:
+def episode_url(base: str, episode_id: str) -> str:
+    """The viewer's URL that opens one episode: `<base>#episode=<id>` (ids are hex; quoted anyway)."""
+    from urllib.parse import quote
+
+    return f"{base}#episode={quote(episode_id, safe='')}"
+
+
+def _serve(data: Any, port: int, episode: str | None = None) -> int:
     from sweep.view.server import make_server
 
     try:
@@ -79,6 +93,7 @@ def _serve(data: Any, port: int) -> int:
         )
         return 2
     url = f"http://127.0.0.1:{server.server_address[1]}/"
+    url = episode_url(url, episode) if episode else url
     print(f"sweep view: {url} ({data.index.height} episodes; Ctrl-C to stop)", flush=True)
     try:
         server.serve_forever()

@@ -96,6 +96,15 @@ class ViewData:
                     f"{flag}: no episodes of {value!r} here{closest(value, known)}; known: {shown}"
                 )
 
+    def check_episode(self, episode_id: str) -> None:
+        """QueryError when no episode of these dirs has the id `episode_id`."""
+        if episode_id not in self._row:
+            dirs = ", ".join(map(str, self.dirs))
+            raise QueryError(
+                f"--episode: no episode {episode_id!r} in {dirs}{closest(episode_id, list(self._row))}; "
+                "the viewer's list shows each episode's id"
+            )
+
     def matching(self, q: Query) -> pl.DataFrame:
         ix = self.index
         conds = []

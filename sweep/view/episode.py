@@ -1,7 +1,8 @@
 """One episode as the viewer shows it: rounds × agents with every turn, the graph of each round (who
-saw whom), the decisions of learned routers, the vote after each round against the gold, tokens and
-cost. Reads only the episode's own part files. Model text is hostile: every text field is cut to a
-bound here and rendered as text (never as HTML) by the page."""
+saw whom), the decisions of learned routers, the vote after each round against the gold, where each
+agent's answer changed from the round before (`answer_changes`), tokens and cost. Reads only the
+episode's own part files. Model text is hostile: every text field is cut to a bound here and rendered
+as text (never as HTML) by the page."""
 
 from __future__ import annotations
 
@@ -137,6 +138,36 @@ def _round(
     }
 
 
+def _kind(before: bool | None, after: bool | None) -> str:
+    if before is None or after is None:
+        return "other"  # a benchmark this checkout cannot grade
+    return {(False, True): "w2r", (True, False): "r2w", (True, True): "r2r"}.get((before, after), "w2w")
+
+
+def answer_changes(rounds: list[dict[str, Any]]) -> list[list[dict[str, Any] | None]]:
+    """Per round, per agent: where the agent's answer at the end of the round differs from its answer
+    at the end of the round before, {from, to, from_correct, to_correct, kind} (kind w2r, r2w, w2w,
+    r2r where two answers both grade right, or other); else None. An agent's answer is that of its
+    last turn that stated one, critiques left out (a critique is about a peer's answer): an agent that
+    made no call, or whose reply could not be read, keeps the answer it had."""
+    held: dict[int, dict[str, Any]] = {}
+    out = []
+    for r in rounds:
+        marks: list[dict[str, Any] | None] = []
+        for a, turns in enumerate(r["agents"]):
+            said = [t for t in turns if t["phase"] != "critique" and t["answer"] is not None]
+            before, now = held.get(a), said[-1] if said else None
+            change = None
+            if before is not None and now is not None and now["answer"] != before["answer"]:
+                change = {"from": before["answer"], "to": now["answer"], "from_correct": before["correct"],
+                          "to_correct": now["correct"], "kind": _kind(before["correct"], now["correct"])}  # fmt: skip
+            marks.append(change)
+            if now is not None:
+                held[a] = now
+        out.append(marks)
+    return out
+
+
 def episode_detail(row: dict[str, Any], out: Path) -> dict[str, Any]:
     """The page's data for the episode `row` (an index row of `ViewData`) stored under `out`."""
     eid, part = row["episode_id"], row["_part"]
@@ -152,7 +183,7 @@ def episode_detail(row: dict[str, Any], out: Path) -> dict[str, Any]:
     n_rounds = max([len(row.get("round_correct") or []), *(r + 1 for r in by_round)], default=0)
     episode = {k: _plain(v) for k, v in row.items() if not k.startswith("_") and k != "method_key"}
     episode["method_spec"] = json.loads(row["method_spec"])
-    return {
-        "episode": episode,
-        "rounds": [_round(r, row, rounds.get(r), by_round.get(r, [])) for r in range(n_rounds)],
-    }
+    shown = [_round(r, row, rounds.get(r), by_round.get(r, [])) for r in range(n_rounds)]
+    for r, marks in zip(shown, answer_changes(shown), strict=True):
+        r["changes"] = marks
+    return {"episode": episode, "rounds": shown}

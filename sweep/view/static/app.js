@@ -7,7 +7,8 @@
   const STATIC = embedded ? JSON.parse(embedded.textContent) : null;
   const PAGE = 50;
   const SVG = "http://www.w3.org/2000/svg";
-  const state = { offset: 0, total: 0, detail: null };
+  const state = { offset: 0, total: 0, detail: null, fold: false };
+  const CHANGE = { w2r: "wrong → right", r2w: "right → wrong", w2w: "wrong → wrong", r2r: "right → right", other: "changed" };
   const $ = (id) => document.getElementById(id);
 
   function el(tag, attrs, ...children) {
@@ -100,10 +101,10 @@
   function listRow(r) {
     return el("tr", { "data-episode-id": r.episode_id, onclick: () => openEpisode(r.episode_id).catch(showError) },
       el("td", {}, r.item_id), el("td", {}, r.method_label), el("td", {}, r.seed),
-      el("td", { "data-k": "vote" }, fmt(r.final_answer)), el("td", {}, r.gold),
+      el("td", { "data-k": "vote" }, fmt(r.final_answer)), el("td", { class: "wide" }, r.gold),
       el("td", {}, r.answered ? mark(r.correct) : el("span", { class: "none" }, "unparsable")),
-      el("td", {}, r.flip === "none" ? "" : r.flip.toUpperCase()), el("td", { "data-k": "tokens" }, r.tokens),
-      el("td", {}, r.calls), el("td", {}, r.parse_failures || ""));
+      el("td", {}, r.flip === "none" ? "" : r.flip.toUpperCase()), el("td", { class: "wide", "data-k": "tokens" }, r.tokens),
+      el("td", { class: "wide" }, r.calls), el("td", { class: "wide" }, r.parse_failures || ""));
   }
 
   // ---- one episode --------------------------------------------------------------------------------
@@ -116,14 +117,36 @@
       ...detail.siblings.map((s) => el("option", { value: s.episode_id }, `${s.method_label} (${s.correct ? "✓" : "✗"})`)));
     $("panes").replaceChildren(renderEpisode(detail));
     $("detail").hidden = false;
-    $("detail").scrollIntoView({ block: "start" });
-    history.replaceState(null, "", "#ep=" + encodeURIComponent(id));
+    $("main").classList.add("open");
+    $("main").classList.remove("comparing");
+    // Beside the list (or above it) the episode is in view as it is; scroll only when the reader had
+    // scrolled its start away (further down a long transcript) or the window is too short to show it.
+    const top = $("detail").getBoundingClientRect().top;
+    if (top < 0 || top > window.innerHeight / 2) $("detail").scrollIntoView({ block: "start" });
+    const hash = "#episode=" + encodeURIComponent(id);
+    $("link").setAttribute("href", hash);
+    history.replaceState(null, "", hash);
   }
 
   async function compareWith(id) {
     const panes = [renderEpisode(state.detail)];
     if (id) panes.push(renderEpisode(await api("api/episode", { id })));
     $("panes").replaceChildren(...panes);
+    $("main").classList.toggle("comparing", Boolean(id));
+  }
+
+  function changeMark(c) {
+    if (!c) return null;
+    return el("span", { class: "change " + c.kind, "data-k": "change", "data-kind": c.kind, title: `answer changed this round: ${CHANGE[c.kind] || c.kind}` },
+      `${fmt(c.from)} → ${fmt(c.to)}`);
+  }
+
+  function changeSummary(d) {
+    const counts = {};
+    for (const r of d.rounds) for (const c of r.changes || []) if (c) counts[c.kind] = (counts[c.kind] || 0) + 1;
+    const total = Object.values(counts).reduce((a, b) => a + b, 0);
+    if (!total) return "none";
+    return `${total}: ` + Object.keys(CHANGE).filter((k) => counts[k]).map((k) => `${counts[k]} ${CHANGE[k]}`).join(", ");
   }
 
   function facts(pairs) {
@@ -144,6 +167,7 @@
         ["calls", String(e.calls), "calls"],
         ["cost", fmt(e.cost, 6), "cost"],
         ["parse failures", String(e.parse_failures), "parse_failures"],
+        ["answer changes", changeSummary(d), "changes"],
         ["team", (e.models || []).join(", "), "models"],
         ["diagnostics", diag || "–", "diagnostics"],
         ["episode", e.episode_id, "episode_id"],
@@ -163,7 +187,7 @@
     const d = r.diagnostics || {};
     const diag = ["edges", "cross_ans", "src_conf", "w2r", "r2w", "acceptance", "agreement", "answer_entropy", "influence_entropy", "cost"]
       .filter((k) => d[k] !== null && d[k] !== undefined).map((k) => `${k} ${fmt(d[k])}`).join(" · ");
-    const grid = el("div", { class: "agents" }, r.agents.map((turns, a) => renderAgent(r, a, turns, active.has(a), e)));
+    const grid = el("div", { class: "agents" }, r.agents.map((turns, a) => renderAgent(r, a, turns, active.has(a), e, (r.changes || [])[a])));
     // Set through the CSSOM: a style="" attribute is inline style, which the pages' CSP refuses.
     grid.style.gridTemplateColumns = `repeat(${e.n_agents}, minmax(0, 1fr))`;
     const box = el("div", { class: "round", "data-round": r.round },
@@ -176,10 +200,10 @@
     return box;
   }
 
-  function renderAgent(r, a, turns, active, e) {
+  function renderAgent(r, a, turns, active, e, change) {
     const cap = r.max_tokens && r.max_tokens[a] !== null && r.max_tokens[a] !== undefined ? ` · cap ${r.max_tokens[a]} tokens` : "";
     return el("div", { class: "agent" + (active ? "" : " inactive"), "data-agent": a },
-      el("h4", {}, `agent ${a + 1} · ${(e.models || [])[a] || ""}${active ? "" : " · inactive"}${cap}`),
+      el("h4", {}, `agent ${a + 1} · ${(e.models || [])[a] || ""}${active ? "" : " · inactive"}${cap}`, changeMark(change)),
       turns.map((t) => renderTurn(r, t)));
   }
 
@@ -195,7 +219,7 @@
       el("span", { "data-k": "tokens" }, String(t.prompt_tokens + t.completion_tokens)), " tok",
       t.parsed ? "" : el("span", { class: "bad" }, " · parse failed"), t.cache_hit ? " · cached" : "",
       who ? el("div", {}, who + verdicts) : null,
-      t.reasoning ? el("details", {}, el("summary", {}, "reasoning"), el("pre", {}, t.reasoning)) : null,
+      t.reasoning ? el("details", { class: "reasoning", open: !state.fold }, el("summary", {}, "reasoning"), el("pre", {}, t.reasoning)) : null,
       el("details", {}, el("summary", {}, "full text" + (t.truncated ? " (cut)" : "")), el("pre", { "data-k": "text" }, t.text || "")));
   }
 
@@ -260,15 +284,27 @@
     $("f-item").addEventListener("input", reload);
     $("prev").addEventListener("click", () => { state.offset = Math.max(0, state.offset - PAGE); loadList().catch(showError); });
     $("next").addEventListener("click", () => { state.offset += PAGE; loadList().catch(showError); });
-    $("close").addEventListener("click", () => { $("detail").hidden = true; history.replaceState(null, "", "#"); });
+    $("close").addEventListener("click", () => {
+      $("detail").hidden = true;
+      $("main").classList.remove("open", "comparing");
+      state.detail = null;
+      history.replaceState(null, "", "#");
+    });
+    $("fold").addEventListener("change", (ev) => {
+      state.fold = ev.target.checked;
+      for (const box of document.querySelectorAll("#panes details.reasoning")) box.open = !state.fold;
+    });
     $("compare").addEventListener("change", (ev) => compareWith(ev.target.value).catch(showError));
     window.addEventListener("hashchange", () => openFromHash().catch(showError));
     await loadList();
     await openFromHash();
   }
 
+  // `#episode=<id>` opens one episode (`sweep view OUT --episode ID` prints that URL); `#ep=` is the
+  // form earlier versions wrote.
   async function openFromHash() {
-    const id = new URLSearchParams(window.location.hash.slice(1)).get("ep");
+    const params = new URLSearchParams(window.location.hash.slice(1));
+    const id = params.get("episode") || params.get("ep");
     if (id && (!state.detail || state.detail.episode.episode_id !== id)) await openEpisode(id);
   }
 
