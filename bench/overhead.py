@@ -74,7 +74,9 @@ def engines(cfg: SweepConfig, tape: list[tuple[str, list[ChatRequest]]] | None =
     return {m: Taped(b, tape, m) for m, b in built.items()} if tape is not None else built
 
 
-def layers(cfg: SweepConfig, out: Path, ray: bool, drivers: int) -> list[tuple[str, tuple[int, float, float]]]:
+def layers(
+    cfg: SweepConfig, out: Path, ray: bool, drivers: int
+) -> list[tuple[str, tuple[int, float, float]]]:
     import pyarrow as pa
 
     from sweep.cache import CallCache
@@ -82,7 +84,9 @@ def layers(cfg: SweepConfig, out: Path, ray: bool, drivers: int) -> list[tuple[s
     from sweep.results import BufferedWriter, ResultStore
     from sweep.runner import PART_EPISODES, PART_TURNS
 
-    pa.array([0])  # pyarrow imports pandas on its first array (~2 s here): a start-up cost, not a per-call one
+    pa.array(
+        [0]
+    )  # pyarrow imports pandas on its first array (~2 s here): a start-up cost, not a per-call one
     plan = build_plan(cfg)
     specs = {m: cfg.models[m] for m in sorted({m for g in plan.groups for m in g.seats})}
     tape: list[tuple[str, list[ChatRequest]]] = []
@@ -111,8 +115,12 @@ def layers(cfg: SweepConfig, out: Path, ray: bool, drivers: int) -> list[tuple[s
         store = ResultStore(d)
         calls_cache = CallCache(d / "llm_cache.sqlite") if cache else None
         try:
-            with BufferedWriter(store, PART_EPISODES, background=True, max_turns=PART_TURNS) as writer:  # as `sweep run` writes
-                return scheduled(Recorder(writer, "bench", set(specs)), build_agents(specs, backends, calls_cache))
+            with BufferedWriter(
+                store, PART_EPISODES, background=True, max_turns=PART_TURNS
+            ) as writer:  # as `sweep run` writes
+                return scheduled(
+                    Recorder(writer, "bench", set(specs)), build_agents(specs, backends, calls_cache)
+                )
         finally:
             if calls_cache is not None:
                 calls_cache.close()
@@ -132,7 +140,9 @@ def layers(cfg: SweepConfig, out: Path, ray: bool, drivers: int) -> list[tuple[s
     return rows
 
 
-def ray_layer(cfg: SweepConfig, specs: dict[str, Any], with_parquet: Callable[[bool, Any], int]) -> tuple[int, float, float]:
+def ray_layer(
+    cfg: SweepConfig, specs: dict[str, Any], with_parquet: Callable[[bool, Any], int]
+) -> tuple[int, float, float]:
     from sweep.engines import start_engines, stop_engines
     from sweep.ray_runtime import init_ray
 
@@ -165,14 +175,19 @@ def sweep_run(cfg: SweepConfig, out: Path, drivers: int = 1, run: int = 0) -> tu
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--config", default="examples/simulated.yaml")
-    p.add_argument("--items", type=int, default=1000, help="items per dataset (episodes = methods x seeds x items)")
+    p.add_argument(
+        "--items", type=int, default=1000, help="items per dataset (episodes = methods x seeds x items)"
+    )
     p.add_argument("--no-ray", action="store_true", help="skip the Ray layer (it starts a local Ray)")
     p.add_argument(
         "--drivers", type=int, default=os.cpu_count() or 1, help="drivers of the last row (1: no such row)"
     )
     p.add_argument("--whole-only", action="store_true", help="only the two whole-`sweep run` rows")
     p.add_argument(
-        "--repeat", type=int, default=1, help="runs of the whole-`sweep run` rows, interleaved (one, N, one, N...)"
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs of the whole-`sweep run` rows, interleaved (one, N, one, N...)",
     )
     a = p.parse_args(argv)
     overrides = [f"datasets.0.limit={a.items}", "tracking.enabled=false"]
@@ -208,7 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in dict.fromkeys(n for n, _ in rows if n == "sweep run" or n.endswith("drivers")):
         rates = [calls / wall for n, (calls, wall, _) in rows if n == name]
         if len(rates) > 1:
-            print(f"{name}: calls/s over {len(rates)} runs: median {statistics.median(rates):,.0f}, best {max(rates):,.0f}")
+            print(
+                f"{name}: calls/s over {len(rates)} runs: median {statistics.median(rates):,.0f}, best {max(rates):,.0f}"
+            )
     print(f"load average after: {os.getloadavg()[0]:.2f} (1 min)")
     return 0
 

@@ -92,7 +92,9 @@ def main() -> None:
           f"over {len(times)} runs")  # fmt: skip
     slowest, total, name, cli = fuzz(args.cli)
     print(f"fuzz in-process: {total:.1f} s in all, slowest case {slowest * 1000:.0f} ms: {name}")
-    print(f"fuzz through the CLI: median {statistics.median(cli):.2f} s, max {max(cli):.2f} s over {len(cli)} cases")
+    print(
+        f"fuzz through the CLI: median {statistics.median(cli):.2f} s, max {max(cli):.2f} s over {len(cli)} cases"
+    )
 
 
 if __name__ == "__main__":

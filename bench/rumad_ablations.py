@@ -55,14 +55,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     start = time.perf_counter()
     items = load_benchmark("mmlu", "rumad:test", limit=args.items, seed=0)
-    jobs = [(s, args.updates, f"{args.out}/{slug(label)}", sets) for label, sets in VARIANTS for s in range(args.seeds)]
+    jobs = [
+        (s, args.updates, f"{args.out}/{slug(label)}", sets)
+        for label, sets in VARIANTS
+        for s in range(args.seeds)
+    ]
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         outcomes = list(pool.map(train_seed, *zip(*jobs, strict=True)))
     results: dict[str, list[Tally]] = {}
     for (seed, updates, out, sets), outcome in zip(jobs, outcomes, strict=True):
         setup, agents = setup_and_agents(seed, updates, out, sets)
         label = next(lbl for lbl, s in VARIANTS if s == sets)
-        method = build_method("rumad", {**setup.cfg.method.args, "checkpoint": str(outcome.best or outcome.policy)})
+        method = build_method(
+            "rumad", {**setup.cfg.method.args, "checkpoint": str(outcome.best or outcome.policy)}
+        )
         team = [agents[m] for m in setup.base.team()]
         results.setdefault(label, []).append(asyncio.run(evaluate(method, team, items, seed)))
     print(

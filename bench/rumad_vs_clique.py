@@ -56,7 +56,11 @@ BASELINES: list[tuple[str, str, dict[str, Any]]] = [
     ("S-MAD ring", "smad", {"structure": "ring", **R}),
     ("GD (groups of 3)", "gd", {"group_size": 3, **R}),
 ]
-TRAINED, BEST, UNTRAINED = "RUMAD trained (final), B = 12", "RUMAD trained (best eval), B = 12", "RUMAD untrained, B = 12"
+TRAINED, BEST, UNTRAINED = (
+    "RUMAD trained (final), B = 12",
+    "RUMAD trained (best eval), B = 12",
+    "RUMAD untrained, B = 12",
+)
 
 
 @dataclass
@@ -103,7 +107,9 @@ def table(results: dict[str, list[Tally]], items: int) -> str:
         std = statistics.stdev(accs) if len(accs) > 1 else 0.0
         tokens = statistics.mean(t.tokens for t in tallies) / items
         acts = statistics.mean(t.activations for t in tallies) / items
-        rows.append(f"| {label} | {statistics.mean(accs):.3f} ± {std:.3f} | {tokens:.0f} | {tokens / clique - 1:+.1%} | {acts:.1f} |")
+        rows.append(
+            f"| {label} | {statistics.mean(accs):.3f} ± {std:.3f} | {tokens:.0f} | {tokens / clique - 1:+.1%} | {acts:.1f} |"
+        )
     return "\n".join(rows)
 
 
@@ -139,16 +145,23 @@ def plot(histories: dict[int, list[dict[str, float]]], path: Path) -> None:
             ax.set_xlabel("PPO update", fontsize=8)
             ax.tick_params(labelsize=7)
     axes[0][0].legend(fontsize=7)
-    fig.suptitle("RUMAD training on the simulated population (6 agents, 6 rounds, B = 12; 64 episodes per update)", fontsize=10)
+    fig.suptitle(
+        "RUMAD training on the simulated population (6 agents, 6 rounds, B = 12; 64 episodes per update)",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
 def setup_and_agents(seed: int, updates: int, out: str, sets: list[str]) -> tuple[Any, dict[str, Agent]]:
-    setup = load_train(CONFIG, [V1_BASE, f"ppo.seed={seed}", f"ppo.updates={updates}", *sets], [], f"{out}/seed-{seed}")
+    setup = load_train(
+        CONFIG, [V1_BASE, f"ppo.seed={seed}", f"ppo.updates={updates}", *sets], [], f"{out}/seed-{seed}"
+    )
     specs = {m: setup.base.models[m] for m in setup.base.team()}
-    agents = build_agents(specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None)
+    agents = build_agents(
+        specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None
+    )
     return setup, agents
 
 
@@ -165,15 +178,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--items", type=int, default=300, help="rumad:test items evaluated per seed")
     parser.add_argument("--out", default=str(ROOT / "runs" / "bench_rumad"), help="trainings (resumable)")
     parser.add_argument("--png", default=str(ROOT / "bench" / "rumad_training_curves.png"))
-    parser.add_argument("--set", dest="sets", action="append", default=[], help="a training key, e.g. reward.alpha_sparsity=0")
+    parser.add_argument(
+        "--set", dest="sets", action="append", default=[], help="a training key, e.g. reward.alpha_sparsity=0"
+    )
     parser.add_argument("--jobs", type=int, default=1, help="trainings in parallel processes")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     items = load_benchmark("mmlu", "rumad:test", limit=args.items, seed=0)
-    results: dict[str, list[Tally]] = {TRAINED: [], BEST: [], **{label: [] for label, _, _ in BASELINES}, UNTRAINED: []}
+    results: dict[str, list[Tally]] = {
+        TRAINED: [],
+        BEST: [],
+        **{label: [] for label, _, _ in BASELINES},
+        UNTRAINED: [],
+    }
     histories: dict[int, list[dict[str, float]]] = {}
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        outcomes = list(pool.map(train_seed, *zip(*[(s, args.updates, args.out, args.sets) for s in range(args.seeds)], strict=True)))
+        outcomes = list(
+            pool.map(
+                train_seed,
+                *zip(*[(s, args.updates, args.out, args.sets) for s in range(args.seeds)], strict=True),
+            )
+        )
     print(f"trained {args.seeds} seeds ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
     for seed, outcome in enumerate(outcomes):
         setup, agents = setup_and_agents(seed, args.updates, args.out, args.sets)

@@ -48,13 +48,10 @@ def benchmark(
     """Register `fn(split, path) -> list[Sample]` (a full native split, in file order) under `name`."""
 
     def deco(loader: Loader) -> Loader:
-        CATALOG[name] = BenchmarkInfo(
-            name, loader, kind, n_choices, splits, dict(schemes or {}), source
-        )
+        CATALOG[name] = BenchmarkInfo(name, loader, kind, n_choices, splits, dict(schemes or {}), source)
         return loader
 
     return deco
-
 
 
 def default_benchmark_dir() -> Path | None:

@@ -71,7 +71,9 @@ def to_sample(bench: str, record: Mapping[str, Any]) -> Sample | None:
         gold = boxed_contents(solution)
     item_id = _item_id(bench, record, problem)
     if gold is None or not gold.strip():
-        warnings.warn(f"{bench}: skipped {item_id}: no answer field and no \\boxed{{}} in its solution", stacklevel=2)
+        warnings.warn(
+            f"{bench}: skipped {item_id}: no answer field and no \\boxed{{}} in its solution", stacklevel=2
+        )
         return None
     subject = str(record.get("subject") or record.get("type") or "")
     meta = {"subject": subject, "level": _level(record.get("level"))}
@@ -100,7 +102,9 @@ def _math_folder(split: str, folder: Path) -> list[Record] | None:
     """Records of MATH's original layout (`<split>/<subject>/<n>.json`), `folder` being the MATH root or
     the split folder itself; None when `folder` is not laid out that way."""
     base = folder / split if (folder / split).is_dir() else folder
-    files = sorted(base.glob("*/*.json"), key=lambda p: (p.parent.name, int(p.stem) if p.stem.isdigit() else 0))
+    files = sorted(
+        base.glob("*/*.json"), key=lambda p: (p.parent.name, int(p.stem) if p.stem.isdigit() else 0)
+    )
     if not files:
         return None
     records = []
@@ -134,11 +138,15 @@ def load_math_hard(split: str, path: str | None) -> list[Sample]:
     def local(p: Path) -> list[Sample]:
         if p.is_dir() and (records := _math_folder(split, p)) is not None:
             return _samples("math_hard", records, str(p), level=5)
-        file = split_file("math_hard", p, split, ("test.jsonl",) if split == "test" else ()) if p.is_dir() else p
+        file = (
+            split_file("math_hard", p, split, ("test.jsonl",) if split == "test" else ()) if p.is_dir() else p
+        )
         return _samples("math_hard", read_records(file), str(file), level=5)
 
     def hub() -> list[Sample]:
         hint = f"set `path:` to MATH's {split} folder or an export of {MATH_HARD_HF}"
-        return _samples("math_hard", hub_records("math_hard", MATH_HARD_HF, None, split, hint), MATH_HARD_HF, 5)
+        return _samples(
+            "math_hard", hub_records("math_hard", MATH_HARD_HF, None, split, hint), MATH_HARD_HF, 5
+        )
 
     return load_from("math_hard", path, local, "math500", hub)

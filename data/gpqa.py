@@ -33,7 +33,9 @@ from data.types import Sample
 HF_DATASET = "Idavidrein/gpqa"
 PASSWORD = b"deserted-untie-orchid"  # published in the GPQA README, so that the zip is not crawlable
 OPTION_FIELDS = ("Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3")
-CPP_MAIN = Scheme(parts=(Part("train", 98), Part("dev", 50), Part("test", 100)), note="CPP's GPQA split sizes")
+CPP_MAIN = Scheme(
+    parts=(Part("train", 98), Part("dev", 50), Part("test", 100)), note="CPP's GPQA split sizes"
+)
 CPP_DIAMOND = Scheme(
     parts=(Part("train", 98), Part("test", 100), Part("dev", 50, pool="gpqa_main")),
     note="CPP's GPQA split sizes: Diamond's 198 = 98 train + 100 test; dev from main minus Diamond",
@@ -86,14 +88,24 @@ def _load(variant: str, split: str, path: str | None) -> list[Sample]:
     return load_from(variant, path, local, "gpqa", hub)
 
 
-@benchmark("gpqa_main", kind="choice", splits=("test",), schemes={"cpp": CPP_MAIN}, source=f"{HF_DATASET} (gpqa_main)")
+@benchmark(
+    "gpqa_main",
+    kind="choice",
+    splits=("test",),
+    schemes={"cpp": CPP_MAIN},
+    source=f"{HF_DATASET} (gpqa_main)",
+)
 def load_gpqa_main(split: str, path: str | None) -> list[Sample]:
     """GPQA main's 448 questions (`split` is 'test': HF's 'train')."""
     return _load("gpqa_main", split, path)
 
 
 @benchmark(
-    "gpqa_diamond", kind="choice", splits=("test",), schemes={"cpp": CPP_DIAMOND}, source=f"{HF_DATASET} (gpqa_diamond)"
+    "gpqa_diamond",
+    kind="choice",
+    splits=("test",),
+    schemes={"cpp": CPP_DIAMOND},
+    source=f"{HF_DATASET} (gpqa_diamond)",
 )
 def load_gpqa_diamond(split: str, path: str | None) -> list[Sample]:
     """GPQA Diamond's 198 questions (`split` is 'test': HF's 'train')."""

@@ -59,7 +59,11 @@ def _samples(records: list[Record], split: str, where: str) -> list[Sample]:
 
 
 def _local(split: str, given: Path) -> list[Sample]:
-    file = split_file("gsm8k", given, split, ("main/{split}-00000-of-00001.parquet",)) if given.is_dir() else given
+    file = (
+        split_file("gsm8k", given, split, ("main/{split}-00000-of-00001.parquet",))
+        if given.is_dir()
+        else given
+    )
     return read_jsonl(file, split)
 
 

@@ -90,7 +90,9 @@ def rival(
             continue
         if statement.end > chosen.start:
             continue  # it holds the chosen one ('{"answer": "The answer is 5"}'): the same answer
-        if chosen.kind == "boxed" != statement.kind and not _SENTENCE_START.search(text, statement.end, chosen.start):
+        if chosen.kind == "boxed" != statement.kind and not _SENTENCE_START.search(
+            text, statement.end, chosen.start
+        ):
             continue  # 'The answer is $\boxed{5}$': the box is that phrase's own answer
         other = read(statement)
         if other is None:

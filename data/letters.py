@@ -16,7 +16,21 @@ from data.statements import Statement
 
 # After a bare "A"/"I", these words mean the letter is the subject ("A is correct"), not prose.
 _LETTER_VERBS = frozenset(
-    {"is", "was", "seems", "appears", "and", "or", "nor", "but", "because", "since", "looks", "would", "should"}
+    {
+        "is",
+        "was",
+        "seems",
+        "appears",
+        "and",
+        "or",
+        "nor",
+        "but",
+        "because",
+        "since",
+        "looks",
+        "would",
+        "should",
+    }
     | {"fits", "fails", "are", "were", "has"}
 )
 _WORD_AFTER = re.compile(r"[ \t]+([a-z]+)")
@@ -139,10 +153,13 @@ def prose_mentions(text: str) -> list[Mention]:
         for pattern in patterns:
             for m in pattern.finditer(text):
                 letters = tuple(
-                    t[1].upper() for t in re.finditer(r"[(\[]?([A-Za-z])[)\]]?(?![\w'’])", m["list"])
+                    t[1].upper()
+                    for t in re.finditer(r"[(\[]?([A-Za-z])[)\]]?(?![\w'’])", m["list"])
                     if not _is_option_word(m["list"], t)
                 )
-                if letters and not (len(letters) == 1 and is_prose(text, m["list"][-1], m.end("list"), False)):
+                if letters and not (
+                    len(letters) == 1 and is_prose(text, m["list"][-1], m.end("list"), False)
+                ):
                     found.append(Mention(m.start(), m.end(), letters, positive))
     return found
 

@@ -39,7 +39,11 @@ class MathChecker:
     """Compares LaTeX answers with math-verify in a worker process, each check bounded in CPU time."""
 
     def __init__(
-        self, cpu_limit: float = 0.5, kill_after: float = 0.8, wall_limit: float = 10.0, start_limit: float = 180.0
+        self,
+        cpu_limit: float = 0.5,
+        kill_after: float = 0.8,
+        wall_limit: float = 10.0,
+        start_limit: float = 180.0,
     ) -> None:
         self.cpu_limit, self.kill_after = cpu_limit, kill_after
         self.wall_limit, self.start_limit = wall_limit, start_limit
@@ -153,7 +157,9 @@ class MathChecker:
                     self._child = _pid(message["ready"])
                     self._ready = True
                     return
-        raise WorkerUnavailable(f"math worker did not get ready within {limit:.0f} s (is math-verify installed?)")
+        raise WorkerUnavailable(
+            f"math worker did not get ready within {limit:.0f} s (is math-verify installed?)"
+        )
 
     def _read_lines(self, wait: float) -> list[dict[str, object]]:
         """Whole JSON lines the worker wrote within `wait` seconds; WorkerUnavailable at its EOF."""

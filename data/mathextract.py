@@ -143,7 +143,8 @@ def _denied_item(denial: Statement) -> tuple[str | None, int]:
     found = spans(body)
     number = NUMBER.search(masked(body, found))
     first = min(
-        [(s.start, s.end, s.content) for s in found[:1]] + ([(number.start(), number.end(), number[0])] if number else []),
+        [(s.start, s.end, s.content) for s in found[:1]]
+        + ([(number.start(), number.end(), number[0])] if number else []),
         default=None,
     )
     return (first[2].strip(), first[1]) if first is not None else (None, 0)

@@ -89,7 +89,9 @@ def normalize(answer: str) -> str:
         text = pattern.sub(spelling, text)
     text = _SPACE.sub(lambda m: m[1] + " " if m[1] else "", text.strip())
     text = _SHORT_DENOMINATOR.sub(r"\1{\2}", _SHORT_ARG.sub(_braced_args, text))
-    if (assigned := _ASSIGNED.match(text)) is not None and not _VARIABLE.search(_MACRO_NAME.sub("", text[assigned.end() :])):
+    if (assigned := _ASSIGNED.match(text)) is not None and not _VARIABLE.search(
+        _MACRO_NAME.sub("", text[assigned.end() :])
+    ):
         text = text[assigned.end() :]  # 'x=5' is 5; 'y=2x+3' stays an equation
     text = text.rstrip(".")
     if (letter := _LETTER_ANSWER.fullmatch(text)) is not None:

@@ -78,7 +78,9 @@ def _write(obj: dict[str, Any]) -> None:
 def _answer(request: dict[str, Any]) -> str:
     """The result for one request, the CPU limit armed around the check (and re-firing if swallowed)."""
     limit = request.get("cpu_limit")
-    signal.setitimer(signal.ITIMER_PROF, float(limit) if isinstance(limit, (int, float)) else CPU_LIMIT_S, 0.05)
+    signal.setitimer(
+        signal.ITIMER_PROF, float(limit) if isinstance(limit, (int, float)) else CPU_LIMIT_S, 0.05
+    )
     try:
         return check(str(request["answer"]), str(request["gold"]))
     except CpuLimit:

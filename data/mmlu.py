@@ -36,10 +36,14 @@ RUMAD = Scheme(
     stratum="subject",
     note="RUMAD trains on MMLU dev: offline it is derived from the test files, 5 per subject",
 )
-CPP = Scheme(parts=(Part("train", 150), Part("dev", 100), Part("test", 100)), note="CPP's MMLU-Pro split sizes")
+CPP = Scheme(
+    parts=(Part("train", 150), Part("dev", 100), Part("test", 100)), note="CPP's MMLU-Pro split sizes"
+)
 
 
-def _mmlu_sample(split: str, subject: str, row: int, question: str, options: list[str], answer: int) -> Sample:
+def _mmlu_sample(
+    split: str, subject: str, row: int, question: str, options: list[str], answer: int
+) -> Sample:
     item_id = f"mmlu-{split}-{subject}-{row:04d}"
     return choice_sample("mmlu", item_id, question, options, answer, {"subject": subject}, shuffle=False)
 
@@ -70,7 +74,11 @@ def _mmlu_records(split: str, records: list[Record], where: str) -> list[Sample]
         answer, choices = r.get("answer"), r.get("choices")
         if isinstance(answer, str) and len(answer) == 1 and answer in LETTERS:
             answer = LETTERS.index(answer)
-        if not isinstance(r.get("question"), str) or not isinstance(choices, list) or not isinstance(answer, int):
+        if (
+            not isinstance(r.get("question"), str)
+            or not isinstance(choices, list)
+            or not isinstance(answer, int)
+        ):
             raise ValueError(f"{where}: record {index + 1}: expected question, choices (list), answer (int)")
         subject = str(r.get("subject") or "unknown")
         samples.append(_mmlu_sample(split, subject, rows[subject], r["question"], choices, answer))
@@ -78,7 +86,13 @@ def _mmlu_records(split: str, records: list[Record], where: str) -> list[Sample]
     return samples
 
 
-@benchmark("mmlu", kind="choice", splits=("test", "dev", "validation"), schemes={"rumad": RUMAD}, source="cais/mmlu (all)")
+@benchmark(
+    "mmlu",
+    kind="choice",
+    splits=("test", "dev", "validation"),
+    schemes={"rumad": RUMAD},
+    source="cais/mmlu (all)",
+)
 def load_mmlu(split: str, path: str | None) -> list[Sample]:
     """MMLU `split`, subjects in alphabetical order: from `path`, else the shared copy, else Hugging Face."""
 
@@ -109,11 +123,18 @@ def _pro_sample(record: Mapping[str, Any], where: str) -> Sample:
     if record.get("cot_content"):
         meta["cot_content"] = record["cot_content"]
     item_id = f"mmlu_pro-{qid}"
-    return choice_sample("mmlu_pro", item_id, record["question"], list(options), LETTERS.index(answer), meta, False)
+    return choice_sample(
+        "mmlu_pro", item_id, record["question"], list(options), LETTERS.index(answer), meta, False
+    )
 
 
 @benchmark(
-    "mmlu_pro", kind="choice", n_choices=10, splits=("test", "validation"), schemes={"cpp": CPP}, source=MMLU_PRO_HF
+    "mmlu_pro",
+    kind="choice",
+    n_choices=10,
+    splits=("test", "validation"),
+    schemes={"cpp": CPP},
+    source=MMLU_PRO_HF,
 )
 def load_mmlu_pro(split: str, path: str | None) -> list[Sample]:
     """MMLU-Pro `split` in file order: from `path`, else the shared copy, else Hugging Face."""

@@ -17,14 +17,25 @@ DECIMALS = 10  # non-integer answers are rounded to this many decimal places
 AMBIGUOUS = "ambiguous"  # the reason a clause naming several numbers gives no answer
 NO_ANSWER = "no answer"
 
-_MINUS = str.maketrans({"\u2212": "-", "\ufe63": "-", "\uff0d": "-", "\u2013": "-", "\u00d7": "*", "\u00f7": "/"})
+_MINUS = str.maketrans(
+    {"\u2212": "-", "\ufe63": "-", "\uff0d": "-", "\u2013": "-", "\u00d7": "*", "\u00f7": "/"}
+)
 _THIN_THOUSANDS = re.compile(r"(?<=[0-9])[\u00a0\u2009\u202f](?=[0-9]{3}(?![0-9]))")  # '1\u202f000'
 # '1 234', '$118 000': groups of three digits, when no word follows ('3 250 ml' is two numbers)
 _SPACED_THOUSANDS = re.compile(r"(?<![0-9.,])[0-9]{1,3}(?: [0-9]{3})+(?![0-9]|[.,][0-9]| ?[-A-Za-z(/])")
 
 _LATEX_FRAC = re.compile(r"\\[dtc]?frac\s*\{\s*(-?[0-9]{1,60})\s*\}\s*\{\s*([0-9]{1,60})\s*\}")
 _SPELLING = re.compile(r"\\\$|\\%|\{,\}|\\,|\\!|\\times|\\cdot|\\div|\\left|\\right")
-_SPELLED = {"\\$": "$", "\\%": "%", "{,}": ",", "\\,": ",", "\\!": "", "\\times": "*", "\\cdot": "*", "\\div": "/"}
+_SPELLED = {
+    "\\$": "$",
+    "\\%": "%",
+    "{,}": ",",
+    "\\,": ",",
+    "\\!": "",
+    "\\times": "*",
+    "\\cdot": "*",
+    "\\div": "/",
+}
 NUMBER = re.compile(
     r"(?<![\w.])"  # not the tail of a word, a number or a decimal
     r"(?P<sign>[-+])?(?:\$[ \t]?)?"
@@ -132,7 +143,9 @@ def committed(clause: str, m: re.Match[str], depth: int = 0) -> tuple[str | None
         return read_leading(clause[results[-1].end() :], depth + 1)
     if _ALTERNATIVE.match(clause, m.end()) or _ALTERNATIVE_BEFORE.search(clause, 0, m.start()):
         return None, AMBIGUOUS
-    if _NOT_BEFORE.search(clause, max(0, m.start() - 30), m.start()) or _SIDE_BY_SIDE.search(clause, 0, m.start()):
+    if _NOT_BEFORE.search(clause, max(0, m.start() - 30), m.start()) or _SIDE_BY_SIDE.search(
+        clause, 0, m.start()
+    ):
         return None, AMBIGUOUS
     number = value(m)
     return (None, AMBIGUOUS) if number is None else (format_fraction(number), "")

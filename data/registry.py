@@ -77,6 +77,10 @@ def split_items(info: BenchmarkInfo, split: str, path: str | None = None) -> lis
     scheme = info.schemes[scheme_name]
     pool = info.loader(scheme.pool_split, path)
     parts = partition(
-        info.name, scheme_name, scheme, pool, lambda other: benchmark_info(other).loader(scheme.pool_split, path)
+        info.name,
+        scheme_name,
+        scheme,
+        pool,
+        lambda other: benchmark_info(other).loader(scheme.pool_split, path),
     )
     return parts[part]

@@ -52,7 +52,9 @@ def _parse_records(file: Path) -> list[Record]:
         return list(pq.read_table(file).to_pylist())
     if suffix == ".csv":
         return csv_records(file.read_text(encoding="utf-8-sig"))
-    raise ValueError(f"{file}: unsupported file type {suffix!r}; expected one of {', '.join(RECORD_SUFFIXES)}")
+    raise ValueError(
+        f"{file}: unsupported file type {suffix!r}; expected one of {', '.join(RECORD_SUFFIXES)}"
+    )
 
 
 def csv_records(text: str) -> list[Record]:
@@ -135,7 +137,9 @@ def hub_records(
     return [dict(row) for row in rows]
 
 
-def load_from(bench: str, path: str | None, local: Callable[[Path], T], shared: str, hub: Callable[[], T]) -> T:
+def load_from(
+    bench: str, path: str | None, local: Callable[[Path], T], shared: str, hub: Callable[[], T]
+) -> T:
     """Items from `path` if given, else from the shared copy's folder `shared`, else from the Hub.
 
     `local(p)` reads a file or folder (given by the user, or the shared folder) in whatever layouts

@@ -55,7 +55,9 @@ def _groups(items: Sequence[Sample], stratum: str | None) -> dict[str, list[Samp
     return groups
 
 
-def _take(scheme: str, items: Sequence[Sample], size: int | None, stratum: str | None, where: str) -> list[Sample]:
+def _take(
+    scheme: str, items: Sequence[Sample], size: int | None, stratum: str | None, where: str
+) -> list[Sample]:
     """The first `size` items of each stratum's ranking (all of them for None); ValueError if too few."""
     taken: list[Sample] = []
     for key, group in sorted(_groups(items, stratum).items()):

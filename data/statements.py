@@ -57,7 +57,9 @@ _JSON_RAW = re.compile(r"[^,}\n]{0,600}")
 _HASHES_LINE = re.compile(r"[ \t]*\n?([^\n]*)")
 # A correction right after an answer ('The answer is B. Wait, no, C.'): what follows it is a new answer.
 # SELF_CORRECTION's words say so outright; 'actually' and 'rather' may just go on talking.
-SELF_CORRECTION = re.compile(r"(?i)\b(?:wait|no|nope|sorry|oops|correction|i\s+mean|make\s+that|scratch\s+that)\b")
+SELF_CORRECTION = re.compile(
+    r"(?i)\b(?:wait|no|nope|sorry|oops|correction|i\s+mean|make\s+that|scratch\s+that)\b"
+)
 REVISION = re.compile(
     r"(?i)\b(?:wait|actually|no|nope|sorry|oops|correction|rather|i\s+mean|make\s+that|scratch\s+that"
     r"|on\s+second\s+thought)\b[\s,.:;!—–-]*"
@@ -85,7 +87,9 @@ class Statement:
     joins: tuple[str, ...] = ()  # the text between a group's boxes ('$ or $x=')
     negated: bool = False
     listed: bool = False
-    supposed: bool = False  # a quoted phrase that supposes an answer ('if the answer is'): its sentence says nothing
+    supposed: bool = (
+        False  # a quoted phrase that supposes an answer ('if the answer is'): its sentence says nothing
+    )
 
 
 def states(statement: Statement) -> bool:

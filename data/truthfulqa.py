@@ -63,7 +63,13 @@ def _local(p: Path) -> list[Sample]:
     return _samples(read_records(file), str(file))
 
 
-@benchmark("truthfulqa", kind="choice", n_choices=13, splits=("test",), source="truthfulqa/truthful_qa (multiple_choice)")
+@benchmark(
+    "truthfulqa",
+    kind="choice",
+    n_choices=13,
+    splits=("test",),
+    source="truthfulqa/truthful_qa (multiple_choice)",
+)
 def load_truthfulqa(split: str, path: str | None) -> list[Sample]:
     """The 817 MC1 questions: from `path`, else the shared copy, else Hugging Face."""
 

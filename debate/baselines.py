@@ -70,18 +70,24 @@ class Consistency:
     def members(self, keys: Sequence[Hashable]) -> list[int]:
         """The team members the samples cycle through, in order."""
         if self.pool == "best":
-            raise ValueError("consistency: pool 'best' is settled from measured episodes before it runs (sweep run does)")
+            raise ValueError(
+                "consistency: pool 'best' is settled from measured episodes before it runs (sweep run does)"
+            )
         if self.pool == "fuse":
             return _distinct(keys)
         members = [j for j, k in enumerate(keys) if _model(k) == self.pool]
         if not members:
             known = ", ".join(dict.fromkeys(str(_model(k)) for k in keys))
-            raise ValueError(f"consistency: pool '{self.pool}' is not a model of the team ({known}); or fuse, best")
+            raise ValueError(
+                f"consistency: pool '{self.pool}' is not a model of the team ({known}); or fuse, best"
+            )
         return members
 
     def seats(self, keys: Sequence[Hashable]) -> list[int]:
         if self.match:
-            raise ValueError("consistency: match is settled from the matched method's stored episodes before it runs (sweep run does)")
+            raise ValueError(
+                "consistency: match is settled from the matched method's stored episodes before it runs (sweep run does)"
+            )
         members = self.members(keys)
         return [members[s % len(members)] for s in range(self.m)]
 

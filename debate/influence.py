@@ -69,5 +69,3 @@ def influence_history(state: DebateState, rule: InfluenceRule) -> list[np.ndarra
         rho = rule.beta * rho + (1.0 - rule.beta) * _shares(state, r, rule)
         history.append(rho)
     return history
-
-

@@ -49,7 +49,9 @@ def update_calls(
     for t in decision.active_agents():
         peers = [(s, latest[s]) for s in graph.sources(t)]
         own = None if t in decision.hidden_own else latest[t]
-        own_text = own_reply(state, t) if style == "rumad" and own is not None else None  # the conversation goes on
+        own_text = (
+            own_reply(state, t) if style == "rumad" and own is not None else None
+        )  # the conversation goes on
         messages = prompts.update_messages(sample, own, peers, t, style, decision.weights_for(t), own_text)
         calls.append(Call(t, "update", messages, graph.sources(t), own, tuple(v for _, v in peers)))
     return calls

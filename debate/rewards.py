@@ -59,7 +59,9 @@ class RewardWeights:
         return asdict(self)
 
 
-def reward_terms(trajectory: Sequence[RoundRecord], weights: RewardWeights, budget: int) -> dict[str, np.ndarray]:
+def reward_terms(
+    trajectory: Sequence[RoundRecord], weights: RewardWeights, budget: int
+) -> dict[str, np.ndarray]:
     """Each term's reward per step (one step per debate round), as arrays of equal length; no debate
     rounds: empty arrays. `budget`: the B the episode ran under (for the unused-budget bonus)."""
     w = weights

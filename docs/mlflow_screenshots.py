@@ -71,7 +71,9 @@ def main() -> int:
     client = MlflowClient(f"sqlite:///{db}")
     exp = client.get_experiment_by_name("debate-sweep")
     assert exp is not None, f"no debate-sweep experiment in {db}"
-    parent = next(r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("debate_sweep.role") == "sweep")
+    parent = next(
+        r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("debate_sweep.role") == "sweep"
+    )
     with mlflow_server(db) as url, chromium() as driver:
         driver.set_window_size(1500, 1000)
         # `workflowType=machine_learning`: MLflow 3.17 otherwise opens on its GenAI overview (traces).
@@ -81,10 +83,14 @@ def main() -> int:
             with contextlib.suppress(Exception):
                 button.click()
         with contextlib.suppress(Exception):  # expand the parent: its children, one per method x seed
-            driver.find_element("css selector", ".ag-row [role=gridcell] button.du-bois-light-btn-icon-only").click()
+            driver.find_element(
+                "css selector", ".ag-row [role=gridcell] button.du-bois-light-btn-icon-only"
+            ).click()
         time.sleep(3)
         driver.save_screenshot(str(args.dest / "mlflow_runs.png"))
-        driver.get(f"{url}/#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}?workflowType=machine_learning")
+        driver.get(
+            f"{url}/#/experiments/{exp.experiment_id}/runs/{parent.info.run_id}?workflowType=machine_learning"
+        )
         shown(driver, "accuracy (mean")
         driver.save_screenshot(str(args.dest / "mlflow_parent.png"))
     for name in ("mlflow_runs.png", "mlflow_parent.png"):

@@ -217,10 +217,14 @@ def _categorical(name: str, spec: dict[str, Any], where: str, when: Any) -> Para
         )
     choices = spec["choices"]
     if not isinstance(choices, list) or not choices or len(choices) > 1000:
-        raise SpaceError(f"{where}: choices must be a non-empty list of at most 1000 values, e.g. [clique, ring]")
+        raise SpaceError(
+            f"{where}: choices must be a non-empty list of at most 1000 values, e.g. [clique, ring]"
+        )
     for c in choices:
         if c is not None and not isinstance(c, bool | int | float | str):
-            raise SpaceError(f"{where}: choice {c!r} is not a scalar; use None, true/false, a number or a string")
+            raise SpaceError(
+                f"{where}: choice {c!r} is not a scalar; use None, true/false, a number or a string"
+            )
         if isinstance(c, float) and not math.isfinite(c):
             raise SpaceError(f"{where}: choice {c!r} is not a finite number; remove it")
     if len({repr(c) for c in choices}) != len(choices):

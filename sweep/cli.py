@@ -177,7 +177,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             pending = [e.name for e in cfg.methods if e.name == "consistency" and e.args.get("match")]
             if pending:
-                out.print(f"+ {len(pending)} consistency entries matched to another method's cost: planned once it has run")
+                out.print(
+                    f"+ {len(pending)} consistency entries matched to another method's cost: planned once it has run"
+                )
             if args.estimate is not None:
                 from sweep.estimate import estimate, estimate_lines, load_curve
 
@@ -222,7 +224,9 @@ def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, er
                       address=args.address, console=err, lock=lock)  # fmt: skip
             cfg = costmatch.settle(cfg, ResultStore(Path(cfg.output_dir).resolve()))
             plan = None  # the settled entries are planned now (run_sweep builds it)
-            err.print("matched: " + "; ".join(f"{e.name}({e.args})" for e in cfg.methods if e.name == "consistency"))
+            err.print(
+                "matched: " + "; ".join(f"{e.name}({e.args})" for e in cfg.methods if e.name == "consistency")
+            )
         outcome = run_sweep(
             cfg, plan, tracking_uri=args.tracking_uri, address=args.address, console=err, lock=lock,
             drivers=args.drivers,

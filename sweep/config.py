@@ -39,7 +39,7 @@ from sweep.fields import (
     TopP,
 )
 from sweep.overrides import apply_override as apply_override  # re-exported: callers import it from here
-from sweep.yaml_limits import read_file
+from sweep.yaml_limits import read_yaml as read_yaml  # re-exported: the train and study configs read it
 
 
 class _Strict(BaseModel):
@@ -137,7 +137,9 @@ class MethodEntry(_Strict):
 class AgentEntry(_Strict):
     model: str
     count: Small = 1
-    adversarial: bool = Field(False, strict=True)  # shown the gold answer and told to argue for a wrong one (each of `count`)
+    adversarial: bool = Field(
+        False, strict=True
+    )  # shown the gold answer and told to argue for a wrong one (each of `count`)
 
     @model_serializer(mode="wrap")
     def _honest_as_before(self, handler: Any) -> Any:
@@ -229,20 +231,13 @@ class SweepConfig(_Strict):
 
     def identity(self) -> str:
         """The sweep id: a hash of what decides results (not where they go or how fast they run)."""
-        keep = self.model_dump(exclude={"output_dir", "tracking", "ray", "concurrency", "cache", "progress_every_s"})
+        keep = self.model_dump(
+            exclude={"output_dir", "tracking", "ray", "concurrency", "cache", "progress_every_s"}
+        )
         return stable_hash(keep)
 
 
 # -- loading ------------------------------------------------------------------------------------------
-
-
-def read_yaml(p: Path, what: str, keys: str) -> dict[str, Any]:
-    """The mapping a config file holds, read within `sweep.yaml_limits`' limits; a missing file, bad
-    YAML or another shape is a ConfigError naming `what` the file should be and `keys` it has."""
-    raw = read_file(p, what) or {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{p}: the top level must be a mapping of keys such as {keys}")
-    return raw
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None, out: str | None = None) -> SweepConfig:
@@ -272,7 +267,11 @@ def check_places(cfg: SweepConfig, urls: Mapping[str, str | None] | None = None)
     for i, ds in enumerate(cfg.datasets):
         if ds.path is not None:
             paths.input_path(ds.path, f"datasets[{i}].path")
-    if cfg.ray.address is not None and cfg.ray.address not in ("auto", "local") and paths.ray_endpoint(cfg.ray.address) is None:
+    if (
+        cfg.ray.address is not None
+        and cfg.ray.address not in ("auto", "local")
+        and paths.ray_endpoint(cfg.ray.address) is None
+    ):
         raise ConfigError(
             f"ray.address: {cfg.ray.address!r} is not host:port, ray://host:port or auto; fix it or leave it unset"
         )

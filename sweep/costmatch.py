@@ -38,14 +38,28 @@ def without_pending(cfg: SweepConfig) -> SweepConfig:
     return cfg.model_copy(update={"methods": kept})
 
 
+def _mean(values: pl.Series) -> float:
+    """A cost column's mean (0 for no rows); polars types `mean()` as any scalar."""
+    mean = values.mean()
+    return float(mean) if isinstance(mean, int | float) else 0.0
+
+
 def _target_ids(cfg: SweepConfig, target: str, i: int) -> list[str]:
     """The episode ids of the one method entry `target` names (by name or label)."""
     plan = build_plan(without_pending(cfg))
-    specs = {g.method.spec.label() for g in plan.groups if target in (g.method.spec.name, g.method.spec.label(), g.method.label)}
+    specs = {
+        g.method.spec.label()
+        for g in plan.groups
+        if target in (g.method.spec.name, g.method.spec.label(), g.method.label)
+    }
     if not specs:
-        raise ConfigError(f"methods[{i}].args.match: no method '{target}' in this sweep; name one of its methods")
+        raise ConfigError(
+            f"methods[{i}].args.match: no method '{target}' in this sweep; name one of its methods"
+        )
     if len(specs) > 1:
-        raise ConfigError(f"methods[{i}].args.match: '{target}' names {len(specs)} entries; give one's label, e.g. {sorted(specs)[0]}")
+        raise ConfigError(
+            f"methods[{i}].args.match: '{target}' names {len(specs)} entries; give one's label, e.g. {sorted(specs)[0]}"
+        )
     return [t.episode_id for t in plan.tasks if t.group.method.spec.label() in specs]
 
 
@@ -62,13 +76,15 @@ def settle(cfg: SweepConfig, store: ResultStore) -> SweepConfig:
         ids = _target_ids(cfg, str(entry.args["match"]), i)
         ep = episodes.filter(pl.col("episode_id").is_in(ids))
         if ep.height < len(ids):
-            raise ConfigError(f"methods[{i}].args.match: {len(ids) - ep.height} episodes of '{entry.args['match']}' are not stored yet")
+            raise ConfigError(
+                f"methods[{i}].args.match: {len(ids) - ep.height} episodes of '{entry.args['match']}' are not stored yet"
+            )
         first = turns.filter(pl.col("episode_id").is_in(ids) & (pl.col("round") == 0))
-        seat_cost = [float(first.filter(pl.col("agent") == j)["cost"].mean() or 0.0) for j in range(len(team))]  # type: ignore[arg-type]
+        seat_cost = [float(_mean(first.filter(pl.col("agent") == j)["cost"])) for j in range(len(team))]
         pool = str(entry.args.get("pool", "fuse"))
         if pool == "best":
             pool = strongest(_accuracy(first, ep))
-        m = matched_m(seat_cost, Consistency(pool=pool).members(keys), float(ep["cost"].mean()))  # type: ignore[arg-type]
+        m = matched_m(seat_cost, Consistency(pool=pool).members(keys), float(_mean(ep["cost"])))
         args = {k: v for k, v in entry.args.items() if k != "match"} | {"pool": pool, "m": m}
         methods.append(entry.model_copy(update={"args": args}))
     return cfg.model_copy(update={"methods": methods})
@@ -79,6 +95,9 @@ def _accuracy(first: pl.DataFrame, ep: pl.DataFrame) -> dict[str, float]:
     joined = first.join(ep.select("episode_id", "dataset", "gold"), on="episode_id")
     right: dict[str, list[bool]] = {}
     for row in joined.iter_rows(named=True):
-        ok = row["answer"] is not None and grade(row["dataset"], str(row["answer"]), str(row["gold"])) == "correct"
+        ok = (
+            row["answer"] is not None
+            and grade(row["dataset"], str(row["answer"]), str(row["gold"])) == "correct"
+        )
         right.setdefault(row["model"], []).append(ok)
     return {m: sum(v) / len(v) for m, v in right.items()}

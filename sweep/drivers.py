@@ -65,15 +65,24 @@ class LocalWorkers:
 
     def start(self, console: Console) -> None:
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p),
+        }
         cmd = [sys.executable, "-m", "sweep", "run", str(self.config), "--join", "--no-tracking"]
         for k in range(1, self.count + 1):
             log = open(self.log_dir / f"worker-{k}.log", "wb")  # noqa: SIM115 - open while the worker runs
             self._logs.append(log)
-            self.procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env))
-        console.print(f"drivers: {self.count + 1} (this one and {self.count} worker(s), logs in {self.log_dir})")
+            self.procs.append(
+                subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+            )
+        console.print(
+            f"drivers: {self.count + 1} (this one and {self.count} worker(s), logs in {self.log_dir})"
+        )
 
-    def join(self, store: ResultStore, stats: RunStats, before: set[str], t0: float, console: Console) -> RunStats:
+    def join(
+        self, store: ResultStore, stats: RunStats, before: set[str], t0: float, console: Console
+    ) -> RunStats:
         """Wait for the workers to exit (each does once no episode is left unclaimed); then the
         run's totals count every driver's episodes stored since (`before`: the ids stored then), as
         one driver's would, and its failures name the workers that failed."""
@@ -104,7 +113,9 @@ class LocalWorkers:
                 rc = None
             if rc != 0:
                 why = "did not exit in time and was stopped" if rc is None else f"exited with status {rc}"
-                failures.append(f"driver worker {k} {why}: {self._tail(k)} (log: {self.log_dir}/worker-{k}.log)")
+                failures.append(
+                    f"driver worker {k} {why}: {self._tail(k)} (log: {self.log_dir}/worker-{k}.log)"
+                )
         self._close_logs()
         return failures
 

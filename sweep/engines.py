@@ -45,7 +45,13 @@ def unpack(wire: Wire) -> ChatRequest:
 
 def pack_completion(c: Completion) -> Wire:
     return (
-        c.text, c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.finish_reason, c.latency_s, c.model,
+        c.text,
+        c.prompt_tokens,
+        c.completion_tokens,
+        c.cached_tokens,
+        c.finish_reason,
+        c.latency_s,
+        c.model,
         c.cache_hit,
     )
 

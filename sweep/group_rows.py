@@ -39,7 +39,9 @@ def plan_groups(plan: Plan) -> pl.DataFrame:
         for s in g.samples:
             ids.append(g.episode_id(s))
             which.append(gi)
-    return pl.DataFrame({"episode_id": ids, "_group": which}, schema={"episode_id": pl.String, "_group": pl.Int64})
+    return pl.DataFrame(
+        {"episode_id": ids, "_group": which}, schema={"episode_id": pl.String, "_group": pl.Int64}
+    )
 
 
 def stored_by_group(plan: Plan, store: ResultStore) -> pl.DataFrame:
@@ -85,14 +87,20 @@ def split_by_group(
 
 
 def _write_chunk(
-    store: ResultStore, table: str, names: list[str], by_part: dict[Any, pl.DataFrame], folders: dict[int, Path]
+    store: ResultStore,
+    table: str,
+    names: list[str],
+    by_part: dict[Any, pl.DataFrame],
+    folders: dict[int, Path],
 ) -> None:
     target = _polars_schema(TABLES[table])
     with ExitStack() as stack:
         writers = {}
         for g, folder in folders.items():
             folder.mkdir(parents=True, exist_ok=True)
-            writers[g] = stack.enter_context(pq.ParquetWriter(folder / f"{table}.parquet", target, compression="zstd"))
+            writers[g] = stack.enter_context(
+                pq.ParquetWriter(folder / f"{table}.parquet", target, compression="zstd")
+            )
         parts = [names[i] if (i,) in by_part else "" for i in range(len(names))]
         for i, frame in _parts(store, table, parts):
             # Only rows of the part whose episode row was kept count (as `ResultStore` reads them).

@@ -1,15 +1,15 @@
 """MLflow's limits, kept: params flattened to its keys and lengths, and batches cut to its per-call
-limits. Shared by sweeps, studies and trainings."""
+limits; and runs read back, page by page. Shared by sweeps, studies and trainings."""
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Metric, Param, Run, RunTag, ViewType
 from mlflow.utils.validation import (
     MAX_ENTITIES_PER_BATCH,
     MAX_METRICS_PER_BATCH,
@@ -55,3 +55,42 @@ def log_batch(
         )
         if not pairs and not metrics:
             return
+
+
+TAG_PARENT = "mlflow.parentRunId"
+
+
+def runs(client: MlflowClient, experiment_id: str, filter_string: str) -> Iterator[Run]:
+    """Every active run of an experiment that `filter_string` selects, page by page."""
+    token = None
+    while True:
+        page = client.search_runs(
+            [experiment_id], filter_string, run_view_type=ViewType.ACTIVE_ONLY, page_token=token
+        )
+        yield from page
+        token = page.token
+        if not token:
+            return
+
+
+def read_runs(tracking_uri: str, experiment: str) -> list[dict[str, Any]]:
+    """Every active run of `experiment` as a plain dict, parents before children (oldest first)."""
+    client = MlflowClient(tracking_uri=tracking_uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return []
+    rows = [
+        {
+            "run_id": r.info.run_id,
+            "run_name": r.info.run_name,
+            "status": r.info.status,
+            "parent_run_id": r.data.tags.get(TAG_PARENT),
+            "params": dict(r.data.params),
+            "metrics": dict(r.data.metrics),
+            "tags": dict(r.data.tags),
+            "start_time": r.info.start_time,
+        }
+        for r in runs(client, exp.experiment_id, "")
+    ]
+    rows.sort(key=lambda r: (r["parent_run_id"] is not None, r["start_time"]))
+    return rows

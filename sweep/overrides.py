@@ -92,4 +92,6 @@ def apply_override(raw: dict[str, Any], item: str) -> None:
     elif isinstance(node, dict):
         node[last] = value
     else:
-        raise ConfigError(f"--set {key}: {'.'.join(parts[:-1])} is not a mapping; fix it in the file or set it whole")
+        raise ConfigError(
+            f"--set {key}: {'.'.join(parts[:-1])} is not a mapping; fix it in the file or set it whole"
+        )

@@ -130,7 +130,10 @@ class DirLock:
         owner = _read_json(self.path)
         who = f"pid {owner.get('pid', '?')} on {owner.get('host', '?')} since {owner.get('since', '?')}"
         if not join or self.fix:  # a `fix` is given by writers that cannot join
-            fix = self.fix or "wait for it to finish, use another output dir (--out), or add --join to help it as a worker"
+            fix = (
+                self.fix
+                or "wait for it to finish, use another output dir (--out), or add --join to help it as a worker"
+            )
             raise OutputBusy(f"{self.what}: in use by another driver ({who}); {fix}")
         theirs = owner.get("sweep_id")
         if theirs and self.sweep_id and theirs != self.sweep_id:

@@ -19,8 +19,12 @@ class Store(PartStore, Protocol):
     """What a `BufferedWriter` needs of a `sweep.results.ResultStore` (named here: results imports us)."""
 
     def check(
-        self, episodes: list[dict[str, Any]], turns: list[dict[str, Any]], rounds: Sequence[dict[str, Any]] = ()
+        self,
+        episodes: list[dict[str, Any]],
+        turns: list[dict[str, Any]],
+        rounds: Sequence[dict[str, Any]] = (),
     ) -> None: ...
+
 
 Job = Callable[[], None]
 
@@ -189,4 +193,3 @@ class BufferedWriter:
     ) -> None:
         # Buffered rows are whole finished episodes, so they are worth keeping even when the body raised.
         self.close()
-

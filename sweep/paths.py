@@ -41,7 +41,9 @@ def _system(path: Path) -> bool:
 
 def _refuse_system(path: Path, field: str, given: str) -> None:
     if _system(path):
-        raise ConfigError(f"{field}: {given!r} is {path}, a system location; give a path of your own, e.g. runs/x")
+        raise ConfigError(
+            f"{field}: {given!r} is {path}, a system location; give a path of your own, e.g. runs/x"
+        )
     home = Path.home().resolve()
     for mine, what in ((Path.cwd().resolve(), "the current directory"), (home, "your home directory")):
         if path == mine or path in mine.parents:
@@ -77,7 +79,9 @@ def output_dir(value: object, field: str = "output_dir") -> Path:
         try:
             entries = sorted(p.name for p in path.iterdir())
         except OSError as e:
-            raise ConfigError(f"{field}: {path} cannot be read ({e.strerror}); check its permissions") from None
+            raise ConfigError(
+                f"{field}: {path} cannot be read ({e.strerror}); check its permissions"
+            ) from None
         # Configs kept next to their results and hidden files (.gitignore) are fine; other files mean
         # the dir is someone else's (a source tree, a data folder) unless results are already there.
         foreign = [e for e in entries if not e.startswith(".") and not e.endswith((".yaml", ".yml"))]
@@ -117,7 +121,9 @@ def file_url(url: object, field: str) -> str:
     else:
         parts = urllib.parse.urlsplit(url)
         if not parts.scheme or (parts.scheme in ("http", "https") and not parts.hostname):
-            raise ConfigError(f"{field}: {url!r} is not a URL; give e.g. http://127.0.0.1:5000 or sqlite:///path.db")
+            raise ConfigError(
+                f"{field}: {url!r} is not a URL; give e.g. http://127.0.0.1:5000 or sqlite:///path.db"
+            )
         return url  # a server: nothing local to check
     path = _resolve(path_text, field, "a file path after the scheme, e.g. journal:runs/x/study.journal")
     _refuse_system(path, field, path_text)

@@ -163,7 +163,8 @@ class EnginePool:
         lazy = {m: LazyBackend(self._starter(m)) for m in specs}
         self.cache = CallCache(out / "llm_cache.sqlite") if self.cfg.cache else None
         self.agents = build_agents(specs, lazy, self.cache, self.meter)
-        if any(not in_process(self.cfg, m, self.address) for m in specs):  # Ray hosts the engines: encoders too
+        # Ray hosts the engines: encoders too
+        if any(not in_process(self.cfg, m, self.address) for m in specs):
             from sweep.encoders import HostedEncoders  # imports Ray (~1 s): only where Ray hosts something
 
             self.encoders = HostedEncoders(self._init_ray).start()

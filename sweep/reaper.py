@@ -55,7 +55,9 @@ def watch_descendants(grace_s: float = 3.0) -> int:
     """Hand every current descendant of this process to the reaper (started on first use); returns
     how many were new. Best effort: a driver without /proc or without a reaper still runs."""
     global _reaper
-    mine = [d for d in descendants(os.getpid()) if d not in _told and (_reaper is None or d[0] != _reaper.pid)]
+    mine = [
+        d for d in descendants(os.getpid()) if d not in _told and (_reaper is None or d[0] != _reaper.pid)
+    ]
     if not mine:
         return 0
     try:

@@ -41,14 +41,19 @@ def _facts(out_dir: Path, uri: str, experiment: str, sweep_id: str, parts: list[
     return {"uri": uri, "experiment": experiment, "sweep_id": sweep_id, "parts": [len(parts), digest]}
 
 
-def write(out_dir: Path, uri: str, experiment: str, sweep_id: str, parts: list[str], parent_run_id: str) -> None:
+def write(
+    out_dir: Path, uri: str, experiment: str, sweep_id: str, parts: list[str], parent_run_id: str
+) -> None:
     """Record a finished logging (only for sqlite stores, whose file can be checked later)."""
     state = _db_state(uri)
     path = Path(out_dir) / NAME
     if state is None:
         path.unlink(missing_ok=True)
         return
-    receipt = _facts(out_dir, uri, experiment, sweep_id, parts) | {"db": state, "parent_run_id": parent_run_id}
+    receipt = _facts(out_dir, uri, experiment, sweep_id, parts) | {
+        "db": state,
+        "parent_run_id": parent_run_id,
+    }
     tmp = path.with_name(f".{NAME}.tmp")
     tmp.write_text(json.dumps(receipt), encoding="utf-8")
     tmp.replace(path)

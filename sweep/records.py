@@ -103,7 +103,9 @@ def turn_rows(episode_id: str, turns: Iterable[Turn]) -> list[dict[str, Any]]:
 _NO_DECISION = {"edge_src": None, "edge_tgt": None, "edge_weight": None, "max_tokens": None, "decision": None}
 
 
-def round_rows(episode_id: str, diagnostics: Diagnostics, result: EpisodeResult | None = None) -> list[dict[str, Any]]:
+def round_rows(
+    episode_id: str, diagnostics: Diagnostics, result: EpisodeResult | None = None
+) -> list[dict[str, Any]]:
     """The per-round diagnostics as rows of ROUND_SCHEMA, with each round's decision and cost when
     the episode's trajectory is given."""
     rows = [{"episode_id": episode_id, **row} for row in diagnostics.round_rows()]

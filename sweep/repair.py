@@ -37,10 +37,14 @@ class PartStore(Protocol):
     out_dir: Path
 
     def tables(
-        self, episodes: list[dict[str, Any]], turns: list[dict[str, Any]], rounds: Sequence[dict[str, Any]] = ()
+        self,
+        episodes: list[dict[str, Any]],
+        turns: list[dict[str, Any]],
+        rounds: Sequence[dict[str, Any]] = (),
     ) -> Tables: ...
 
     def commit(self, tables: Tables) -> None: ...
+
 
 QUARANTINE = "quarantine"
 _FULL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
@@ -114,7 +118,9 @@ def _tables(store: PartStore, entries: list[Entry]) -> Tables:
     """One part's tables: every entry's rows converted to Arrow together (far cheaper per row than
     converting each episode alone)."""
     return store.tables(
-        [e.episode for e in entries], [t for e in entries for t in e.turns], [r for e in entries for r in e.rounds]
+        [e.episode for e in entries],
+        [t for e in entries for t in e.turns],
+        [r for e in entries for r in e.rounds],
     )
 
 
@@ -127,7 +133,9 @@ def part_tables(store: PartStore, entries: list[Entry]) -> Tables | None:
         return None
 
 
-def commit_entries(store: PartStore, entries: list[Entry], failed: list[str], tables: Tables | None = None) -> int:
+def commit_entries(
+    store: PartStore, entries: list[Entry], failed: list[str], tables: Tables | None = None
+) -> int:
     """Commit `entries` as one part (`tables`, when already converted), else one part per episode;
     an episode whose part cannot be converted or written is appended to `failed` with the reason.
     Returns how many were committed. A full disk raises `DiskFull` after writing the episodes that fit."""
@@ -156,7 +164,9 @@ def _single_failed(store: PartStore, entry: Entry, e: Exception, failed: list[st
     return 0
 
 
-def quarantine_part(out_dir: Path, name: str, error: BaseException, say: Callable[[str], None] = warn) -> Path:
+def quarantine_part(
+    out_dir: Path, name: str, error: BaseException, say: Callable[[str], None] = warn
+) -> Path:
     """Move the part `name` (its episodes, turns and rounds files) to `quarantine/<stamp>-<name>/` and
     warn; its episodes then count as not done. Raises OSError if the episodes file cannot be moved
     (readers would otherwise meet it again and again)."""

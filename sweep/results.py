@@ -26,7 +26,11 @@ __all__ = ["EPISODE_SCHEMA", "ROUND_SCHEMA", "TURN_SCHEMA", "BufferedWriter", "R
 
 
 _PART_GLOB = "part-*.parquet"
-_CHECKS = (RowCheck(EPISODE_SCHEMA, "episode"), RowCheck(TURN_SCHEMA, "turn"), RowCheck(ROUND_SCHEMA, "round"))
+_CHECKS = (
+    RowCheck(EPISODE_SCHEMA, "episode"),
+    RowCheck(TURN_SCHEMA, "turn"),
+    RowCheck(ROUND_SCHEMA, "round"),
+)
 _PART_COL = "_part"  # reader-only column: index of the part a row came from, in commit-name order
 
 
@@ -40,7 +44,9 @@ class ResultStore:
     without an episodes part, temp files) are ignored by readers and deleted by `recover` once older
     than `orphan_grace_s`, so that a second driver's write in progress is never taken for a crash."""
 
-    def __init__(self, out_dir: Path, orphan_grace_s: float = 60.0, orphans_before: float | None = None) -> None:
+    def __init__(
+        self, out_dir: Path, orphan_grace_s: float = 60.0, orphans_before: float | None = None
+    ) -> None:
         self.out_dir = Path(out_dir)
         self.orphans_before = orphans_before  # leftovers older than this are a crash's, whatever their age
         self.episodes_dir = self.out_dir / "episodes"
@@ -78,7 +84,9 @@ class ResultStore:
         _CHECKS[2](rounds)
 
     @staticmethod
-    def _ids(episodes: list[dict[str, Any]], turns: list[dict[str, Any]], rounds: Sequence[dict[str, Any]]) -> None:
+    def _ids(
+        episodes: list[dict[str, Any]], turns: list[dict[str, Any]], rounds: Sequence[dict[str, Any]]
+    ) -> None:
         ids = [e.get("episode_id") for e in episodes]
         if len(set(ids)) != len(ids):
             raise ValueError("duplicate episode_id within one append")

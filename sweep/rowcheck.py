@@ -18,7 +18,12 @@ import pyarrow as pa
 
 Check = Callable[[Any], bool]
 
-_INT_RANGE = {8: (-(2**7), 2**7 - 1), 16: (-(2**15), 2**15 - 1), 32: (-(2**31), 2**31 - 1), 64: (-(2**63), 2**63 - 1)}
+_INT_RANGE = {
+    8: (-(2**7), 2**7 - 1),
+    16: (-(2**15), 2**15 - 1),
+    32: (-(2**31), 2**31 - 1),
+    64: (-(2**63), 2**63 - 1),
+}
 
 
 def _is_str(v: Any) -> bool:
@@ -138,12 +143,18 @@ class RowCheck:
                         raise ValueError(f"{self.what} column {name!r} is missing or null in some row")
                     continue
                 kind = type(v)
-                if kind is fast[0] and (kind is not int or fast[1] <= v <= fast[2]) and (kind is not str or v.isascii()):
+                if (
+                    kind is fast[0]
+                    and (kind is not int or fast[1] <= v <= fast[2])
+                    and (kind is not str or v.isascii())
+                ):
                     continue  # the common case, decided without a call: an ASCII str, an int in range, a float
                 try:
                     fits = check(v)
                 except UnicodeEncodeError as e:
-                    raise UnicodeEncodeError(e.encoding, e.object, e.start, e.end, f"{e.reason} ({self.what} column {name!r})") from None
+                    raise UnicodeEncodeError(
+                        e.encoding, e.object, e.start, e.end, f"{e.reason} ({self.what} column {name!r})"
+                    ) from None
                 if not fits:
                     raise ValueError(
                         f"{self.what} column {name!r}: {type(v).__name__} {str(v)[:60]!r} does not fit {self._types[name]}"

@@ -128,7 +128,9 @@ def _run_owned(
             raise
     if worker:
         # No summary: the owner's is the sweep's (a worker's would be of what is stored so far).
-        console.print("worker: done with the unclaimed episodes; the owner summarises the sweep and logs it to MLflow")
+        console.print(
+            "worker: done with the unclaimed episodes; the owner summarises the sweep and logs it to MLflow"
+        )
         return outcome
     _settle(plan, store, claims, lock, outcome, console)
     try:

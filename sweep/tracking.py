@@ -7,13 +7,12 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, Run, RunTag, ViewType
+from mlflow.entities import Metric, Param, Run, RunTag
 from mlflow.exceptions import MlflowException
 
 from sweep.config import SweepConfig
@@ -27,8 +26,11 @@ from sweep.metrics import (
     runs_view,
     table_markdown,
 )
+from sweep.mlflow_io import TAG_PARENT
 from sweep.mlflow_io import flatten_params as flatten_params  # re-exported
 from sweep.mlflow_io import log_batch as log_batch  # re-exported
+from sweep.mlflow_io import read_runs as read_runs  # re-exported
+from sweep.mlflow_io import runs as _runs
 from sweep.mlflow_ui import VIEW_TAG
 from sweep.plan import Plan
 from sweep.receipt import default_tracking_uri
@@ -39,21 +41,8 @@ TAG_SWEEP_ID = "debate_sweep.sweep_id"
 TAG_ROLE = "debate_sweep.role"  # "sweep" (parent) | "group" (child): keeps parent look-ups off children
 TAG_GROUP = "debate_sweep.group"
 TAG_N_EPISODES = "debate_sweep.n_episodes"
-TAG_PARENT = "mlflow.parentRunId"
 TAG_RUN_NAME = "mlflow.runName"
 KIND_TAG = "mlflow.experimentKind"  # runs, not traces: the experiment opens on its runs table
-
-
-def _runs(client: MlflowClient, experiment_id: str, filter_string: str) -> Iterator[Run]:
-    token = None
-    while True:
-        page = client.search_runs(
-            [experiment_id], filter_string, run_view_type=ViewType.ACTIVE_ONLY, page_token=token
-        )
-        yield from page
-        token = page.token
-        if not token:
-            return
 
 
 def population_params(plan: Plan, seats: Iterable[str]) -> dict[str, str]:
@@ -147,7 +136,9 @@ class Tracker:
         with tempfile.TemporaryDirectory(prefix="debate-sweep-") as tmp:
             for gi, folder in split_by_group(store, stored, due, Path(tmp)).items():
                 g = plan.groups[gi]
-                gparams = flatten_params({"method": g.method_spec, "dataset": g.dataset.model_dump(), "seed": g.seed})
+                gparams = flatten_params(
+                    {"method": g.method_spec, "dataset": g.dataset.model_dump(), "seed": g.seed}
+                )
                 gparams |= population_params(plan, g.seats)
                 episodes, rounds = (pl.read_parquet(folder / f"{t}.parquet") for t in ("episodes", "rounds"))
                 self._log_folder(g.key, g.run_name, gparams, folder, episodes, rounds)
@@ -201,7 +192,9 @@ class Tracker:
         if episodes.height == 0 or self._logged(group_key) == episodes.height:
             return None
         if rounds is None:
-            rounds = ResultStore(self.out_dir).rounds().filter(pl.col("episode_id").is_in(episodes["episode_id"]))
+            rounds = (
+                ResultStore(self.out_dir).rounds().filter(pl.col("episode_id").is_in(episodes["episode_id"]))
+            )
         with tempfile.TemporaryDirectory(prefix="debate-sweep-") as tmp:
             episodes.write_parquet(Path(tmp) / "episodes.parquet")
             turns.write_parquet(Path(tmp) / "turns.parquet")
@@ -209,7 +202,13 @@ class Tracker:
             return self._log_folder(group_key, run_name, params, Path(tmp), episodes, rounds)
 
     def _log_folder(
-        self, key: str, run_name: str, params: Mapping[str, str], folder: Path, episodes: pl.DataFrame, rounds: pl.DataFrame
+        self,
+        key: str,
+        run_name: str,
+        params: Mapping[str, str],
+        folder: Path,
+        episodes: pl.DataFrame,
+        rounds: pl.DataFrame,
     ) -> str:
         """Log a group's child run: the Parquet files in `folder` as artifacts, metrics from its
         `episodes` and `rounds`, then the n_episodes tag."""
@@ -268,26 +267,3 @@ def sweep_tracker(cfg: SweepConfig, uri: str | None = None) -> Tracker | NullTra
         return NullTracker()
     out = Path(cfg.output_dir).resolve()
     return Tracker(uri or cfg.tracking.uri or default_tracking_uri(out), cfg.tracking.experiment, out)
-
-
-def read_runs(tracking_uri: str, experiment: str) -> list[dict[str, Any]]:
-    """Every active run of `experiment` as a plain dict, parents before children (oldest first)."""
-    client = MlflowClient(tracking_uri=tracking_uri)
-    exp = client.get_experiment_by_name(experiment)
-    if exp is None:
-        return []
-    rows = [
-        {
-            "run_id": r.info.run_id,
-            "run_name": r.info.run_name,
-            "status": r.info.status,
-            "parent_run_id": r.data.tags.get(TAG_PARENT),
-            "params": dict(r.data.params),
-            "metrics": dict(r.data.metrics),
-            "tags": dict(r.data.tags),
-            "start_time": r.info.start_time,
-        }
-        for r in _runs(client, exp.experiment_id, "")
-    ]
-    rows.sort(key=lambda r: (r["parent_run_id"] is not None, r["start_time"]))
-    return rows

@@ -35,7 +35,9 @@ class _Limited(yaml.SafeLoader):
         if self.check_event(yaml.AliasEvent):
             self.aliases += 1
             if self.aliases > MAX_ALIASES:
-                raise _Refused(f"more than {MAX_ALIASES} aliases (*name); write the values out", self.peek_event())
+                raise _Refused(
+                    f"more than {MAX_ALIASES} aliases (*name); write the values out", self.peek_event()
+                )
         self.depth += 1
         self.nodes += 1
         try:
@@ -96,12 +98,16 @@ def load_text(text: str, source: str) -> Any:
         if node is None:
             return None
         if _expanded_size(node, {}, set()) > MAX_NODES:
-            raise ConfigError(f"{source}: more than {MAX_NODES:,} values once aliases are expanded; write it out")
+            raise ConfigError(
+                f"{source}: more than {MAX_NODES:,} values once aliases are expanded; write it out"
+            )
         return loader.construct_document(node)
     except _Refused as e:
         raise ConfigError(f"{source}: {e}") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"{source}: not valid YAML ({' '.join(str(e).split())[:300]}); fix it there") from None
+        raise ConfigError(
+            f"{source}: not valid YAML ({' '.join(str(e).split())[:300]}); fix it there"
+        ) from None
     except RecursionError:
         raise ConfigError(f"{source}: nested too deeply; flatten it") from None
     finally:
@@ -128,3 +134,12 @@ def read_file(path: Path, what: str) -> Any:
             f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); save it as UTF-8"
         ) from None
     return load_text(text, str(path))
+
+
+def read_yaml(p: Path, what: str, keys: str) -> dict[str, Any]:
+    """The mapping a config file holds, read within `sweep.yaml_limits`' limits; a missing file, bad
+    YAML or another shape is a ConfigError naming `what` the file should be and `keys` it has."""
+    raw = read_file(p, what) or {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{p}: the top level must be a mapping of keys such as {keys}")
+    return raw

@@ -52,13 +52,22 @@ async def _episodes(cfg: Any) -> list[dict[str, Any]]:
 
     plan = build_plan(cfg)
     used = sorted({m for t in plan.tasks for m in t.group.seats})
-    backends = {m: build_backend(cfg.models[m].engine, cfg.models[m].model or m, dict(cfg.models[m].args)) for m in used}
+    backends = {
+        m: build_backend(cfg.models[m].engine, cfg.models[m].model or m, dict(cfg.models[m].args))
+        for m in used
+    }
     agents = build_agents({m: cfg.models[m] for m in used}, backends, None)
     rows = []
     for t in plan.tasks:
         g = t.group
         res = await run_episode(
-            g.method, [agents[m] for m in g.seats], t.sample, grader_for(t.sample), g.seed, g.rounds, g.dataset.name
+            g.method,
+            [agents[m] for m in g.seats],
+            t.sample,
+            grader_for(t.sample),
+            g.seed,
+            g.rounds,
+            g.dataset.name,
         )
         digest = hashlib.sha256("\x00".join(x.text for x in res.turns).encode()).hexdigest()[:16]
         rows.append(

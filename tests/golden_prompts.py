@@ -21,7 +21,9 @@ GOLDEN = ROOT / "tests" / "golden" / "prompt_parts.json"
 
 def parts(text: str) -> list[str]:
     """Sentences and lines of `text`, stripped, without empty ones (a multiset: order is what moves)."""
-    return sorted(p.strip() for line in text.split("\n") for p in re.split(r"(?<=[.:!?])\s+", line) if p.strip())
+    return sorted(
+        p.strip() for line in text.split("\n") for p in re.split(r"(?<=[.:!?])\s+", line) if p.strip()
+    )
 
 
 def cases() -> dict[str, Any]:
@@ -32,16 +34,26 @@ def cases() -> dict[str, Any]:
 
     num = Sample(id="n", question="What is 6 * 7?\nShow it.", gold="42", kind="numeric")
     mc = Sample(id="c", question="Pick the prime.", gold="B", kind="choice", choices=("4", "5", "6"))
-    own, peer, other = View("41", 2, "I added.\nTwice."), View("42", 5, "6 * 7 = 42."), View(None, 1, "unsure")
+    own, peer, other = (
+        View("41", 2, "I added.\nTwice."),
+        View("42", 5, "6 * 7 = 42."),
+        View(None, 1, "unsure"),
+    )
     out: dict[str, Any] = {}
     for name, sample in (("num", num), ("mc", mc)):
         for style in prompts.STYLES:
             out[f"initial/{style}/{name}"] = prompts.initial_messages(sample, 2, style)
-            out[f"update/{style}/{name}"] = prompts.update_messages(sample, own, [(0, peer), (3, other)], 1, style)
+            out[f"update/{style}/{name}"] = prompts.update_messages(
+                sample, own, [(0, peer), (3, other)], 1, style
+            )
             out[f"update-alone/{style}/{name}"] = prompts.update_messages(sample, own, [], 1, style)
-        out[f"update-weights/rumad/{name}"] = prompts.update_messages(sample, own, [(0, peer)], 1, "rumad", {0: 0.7})
+        out[f"update-weights/rumad/{name}"] = prompts.update_messages(
+            sample, own, [(0, peer)], 1, "rumad", {0: 0.7}
+        )
         out[f"critique/{name}"] = prompts.critique_messages(sample, 1, own, [(0, peer), (2, other)])
-        out[f"revise/{name}"] = prompts.revise_messages(sample, 2, own, [(0, peer, "Step 2 is wrong."), (1, other, "")])
+        out[f"revise/{name}"] = prompts.revise_messages(
+            sample, 2, own, [(0, peer, "Step 2 is wrong."), (1, other, "")]
+        )
         out[f"revise-alone/{name}"] = prompts.revise_messages(sample, 2, own, [])
     return {k: [[m.role, m.content] for m in v] for k, v in out.items()}
 

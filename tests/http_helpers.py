@@ -25,11 +25,17 @@ def serving(srv: S) -> Iterator[S]:
         thread.join(timeout=5)
 
 
-def send_json(handler: BaseHTTPRequestHandler, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+def send_json(
+    handler: BaseHTTPRequestHandler, status: int, payload: Any, headers: dict[str, str] | None = None
+) -> None:
     """One JSON (or raw bytes) response with its Content-Length."""
     data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
     handler.send_response(status)
-    for k, v in {"Content-Type": "application/json", "Content-Length": str(len(data)), **(headers or {})}.items():
+    for k, v in {
+        "Content-Type": "application/json",
+        "Content-Length": str(len(data)),
+        **(headers or {}),
+    }.items():
         handler.send_header(k, v)
     handler.end_headers()
     handler.wfile.write(data)

@@ -168,7 +168,9 @@ def test_keys_it_cannot_hold_cost_no_query_and_its_own_rows_still_hit(tmp_path: 
     cache.close()
 
 
-def test_rows_another_driver_commits_are_found_once_synced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_rows_another_driver_commits_are_found_once_synced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "c.sqlite"
     with CallCache(path) as before:
         before.put_many([("old", Completion("o", 1, 1))])
@@ -190,7 +192,9 @@ def test_a_lock_held_too_long_names_the_file_who_may_hold_it_and_the_fix(
     path = tmp_path / "llm_cache.sqlite"
     blocker = sqlite3.connect(path, isolation_level=None)
     blocker.execute("BEGIN EXCLUSIVE")  # a rollback-journal file locked whole: the cache cannot even open
-    with pytest.raises(CacheBusy, match=r"call cache .*llm_cache.sqlite: database is locked .*--join worker.*rerun"):
+    with pytest.raises(
+        CacheBusy, match=r"call cache .*llm_cache.sqlite: database is locked .*--join worker.*rerun"
+    ):
         CallCache(path)
     blocker.execute("ROLLBACK")
 
@@ -227,7 +231,9 @@ def test_sweep_run_stops_in_one_line_when_the_cache_stays_locked(
         blocker.close()
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: call cache ") and "database is locked" in err[-1] and "rerun" in err[-1]
-    assert not list(out.glob("*.corrupt-*")) and (out / "llm_cache.sqlite").exists()  # in use, not corrupt: left be
+    assert (
+        not list(out.glob("*.corrupt-*")) and (out / "llm_cache.sqlite").exists()
+    )  # in use, not corrupt: left be
 
 
 @pytest.mark.parametrize("count", [1, 127, 128, 129, 300])

@@ -31,7 +31,9 @@ BASE = ChatRequest(
     hints={"agent": 1, "round": 0},
 )
 IDENTITY = {"name": "m", "engine": "simulated", "model": "m", "args": {"skill": 0.5}}
-PINNED = "c67bf780b59cd6e5d2d94d52795bd69e"  # BASE's key, computed by the version before the hand-written JSON
+PINNED = (
+    "c67bf780b59cd6e5d2d94d52795bd69e"  # BASE's key, computed by the version before the hand-written JSON
+)
 
 # One change per field that decides a completion.
 DECISIVE: dict[str, Any] = {
@@ -96,7 +98,9 @@ def test_any_two_requests_differing_in_a_decisive_field_get_different_keys(
     temperature=st.floats() | st.integers(-3, 3),
     top_p=st.floats(0, 1) | st.none(),
     seed=st.none() | st.integers(-(2**63), 2**63),
-    turns=st.lists(st.tuples(st.sampled_from(["system", "user", "assistant", "é"]), st.text(max_size=30)), max_size=4),
+    turns=st.lists(
+        st.tuples(st.sampled_from(["system", "user", "assistant", "é"]), st.text(max_size=30)), max_size=4
+    ),
     schema=st.none() | st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=3),
 )
 def test_the_key_is_the_hash_of_the_canonical_json_of_what_decides(
@@ -122,7 +126,12 @@ def spec(**kw: Any) -> ModelSpec:
 def test_model_identity_keeps_what_decides_outputs_only() -> None:
     base = model_identity("m", spec())
     assert base == {"name": "m", "engine": "simulated", "model": None, "args": {"skill": 0.5}}
-    for same in (spec(replicas=3), spec(num_cpus=2), spec(max_concurrency=8), spec(price_in=1.0, price_out=2.0)):
+    for same in (
+        spec(replicas=3),
+        spec(num_cpus=2),
+        spec(max_concurrency=8),
+        spec(price_in=1.0, price_out=2.0),
+    ):
         assert model_identity("m", same) == base
     assert model_identity("m", spec(args={"skill": 0.6})) != base
     assert model_identity("m", spec(model="other")) != base
@@ -165,7 +174,10 @@ def test_part_json_writes_every_scalar_as_the_canonical_encoder_does(value: Any)
 
 
 @settings(max_examples=200, deadline=None)
-@given(head=st.text(max_size=40), size=st.sampled_from([0, 1, 2046, 2047, 2048, 2049, 4093, 4094, 4095, 4096, 9000]))
+@given(
+    head=st.text(max_size=40),
+    size=st.sampled_from([0, 1, 2046, 2047, 2048, 2049, 4093, 4094, 4095, 4096, 9000]),
+)
 def test_hash_text_fed_in_pieces_is_the_one_shot_digest(head: str, size: int) -> None:
     """Long texts are hashed in pieces that keep the GIL; the digest is BLAKE2b-256 of the whole
     UTF-8 text, whatever the length around the piece size (multi-byte characters included)."""

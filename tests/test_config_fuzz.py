@@ -124,7 +124,9 @@ def test_every_bad_config_exits_2_in_one_line_and_writes_nothing(
         code, err, changed = run_in_process(case, tmp)
         if (why := problem(case, code, err, changed)) is not None:
             failures.append(f"{case.name}: {why}")
-    assert not failures, f"{len(failures)} of {len(CASES)} bad configs mishandled:\n" + "\n".join(failures[:40])
+    assert not failures, f"{len(failures)} of {len(CASES)} bad configs mishandled:\n" + "\n".join(
+        failures[:40]
+    )
 
 
 SAMPLE = CASES[:: len(CASES) // 10][:10]

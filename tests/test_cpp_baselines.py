@@ -28,7 +28,10 @@ KEYS = [("a", False), ("b", False), ("c", False), ("b", False)]
 
 def test_vote_asks_each_distinct_seat_once() -> None:
     assert build_method("vote").seat_indices(KEYS) == [0, 1, 2]
-    assert build_method("vote").seat_indices([("a", False), ("a", True)]) == [0, 1]  # the adversary is its own seat
+    assert build_method("vote").seat_indices([("a", False), ("a", True)]) == [
+        0,
+        1,
+    ]  # the adversary is its own seat
 
 
 def test_consistency_pools() -> None:
@@ -51,7 +54,11 @@ def test_m_is_matched_to_the_nearest_cost() -> None:
 
 def _team(adversarial: bool = False, verbosity: float = 0.0) -> list[Agent]:
     return [
-        Agent(m, build_backend("simulated", m, {"skill": s, "verbosity": verbosity}), adversarial=(adversarial and m == "b"))
+        Agent(
+            m,
+            build_backend("simulated", m, {"skill": s, "verbosity": verbosity}),
+            adversarial=(adversarial and m == "b"),
+        )
         for m, s in (("a", 0.9), ("b", 0.9), ("c", 0.9))
     ]
 
@@ -60,7 +67,9 @@ def _run(method: Any, team: list[Agent], n: int = 8) -> list[Any]:
     items = load_benchmark("arith", "test", limit=n)
 
     async def go() -> list[Any]:
-        return await asyncio.gather(*(run_episode(method, team, s, grader_for(s), 0, 2, "arith") for s in items))
+        return await asyncio.gather(
+            *(run_episode(method, team, s, grader_for(s), 0, 2, "arith") for s in items)
+        )
 
     return asyncio.run(go())
 
@@ -71,9 +80,16 @@ def test_an_adversarial_seat_is_told_the_gold_and_argues_for_a_wrong_answer() ->
     adv = adversarial_messages(messages, sample)
     assert sample.gold in adv[0].content and "wrong answer" in adv[0].content
     assert adv[1:] == messages[1:] and adv[0].content.startswith(messages[0].content)
-    honest, hostile = _run(build_method("fixed"), _team()), _run(build_method("fixed"), _team(adversarial=True))
+    honest, hostile = (
+        _run(build_method("fixed"), _team()),
+        _run(build_method("fixed"), _team(adversarial=True)),
+    )
     for res in hostile:
-        assert all(t.answer != res.state.views[0][0].answer or not res.trajectory[0].correct_after[0] for t in res.turns if t.agent == 1)
+        assert all(
+            t.answer != res.state.views[0][0].answer or not res.trajectory[0].correct_after[0]
+            for t in res.turns
+            if t.agent == 1
+        )
         assert not any(res.trajectory[r].correct_after[1] for r in range(3))  # never right
     assert sum(r.correct for r in hostile) < sum(r.correct for r in honest)
     # the honest seats' round-0 replies are the same calls either way
@@ -91,14 +107,18 @@ def test_adversarial_seats_change_episode_ids_only_where_they_sit() -> None:
     raw["agents"] = ["a", {"model": "b", "adversarial": True}, "a"]
     hostile = build_plan(validate(raw))
     assert not {t.episode_id for t in honest.tasks} & {t.episode_id for t in hostile.tasks}
-    assert hostile.groups[0].adversarial == frozenset({1}) and hostile.groups[1].method_spec["adversarial"] == [1]
+    assert hostile.groups[0].adversarial == frozenset({1}) and hostile.groups[1].method_spec[
+        "adversarial"
+    ] == [1]
     assert "adversarial" not in honest.groups[0].method_spec
 
 
 def test_verbosity_lengthens_replies_and_keeps_answers() -> None:
     short, long = _run(build_method("fixed"), _team()), _run(build_method("fixed"), _team(verbosity=10.0))
     assert [t.answer for r in short for t in r.turns] == [t.answer for r in long for t in r.turns]
-    assert sum(t.completion_tokens for r in long for t in r.turns) > 3 * sum(t.completion_tokens for r in short for t in r.turns)
+    assert sum(t.completion_tokens for r in long for t in r.turns) > 3 * sum(
+        t.completion_tokens for r in short for t in r.turns
+    )
 
 
 def test_the_hashed_encoder_is_deterministic_unit_and_content_sensitive() -> None:
@@ -117,7 +137,11 @@ def test_the_hashed_encoder_is_deterministic_unit_and_content_sensitive() -> Non
 @pytest.mark.slow
 def test_minilm_embeds_offline_and_sees_meaning() -> None:
     enc = build_encoder("minilm")
-    v = asyncio.run(enc.embed(["The answer is 42.", "I conclude the result is forty-two.", "Paris is the capital of France."]))
+    v = asyncio.run(
+        enc.embed(
+            ["The answer is 42.", "I conclude the result is forty-two.", "Paris is the capital of France."]
+        )
+    )
     assert v.shape == (3, 384) and np.allclose(np.linalg.norm(v, axis=1), 1, atol=1e-4)
     assert float(v[0] @ v[1]) > float(v[0] @ v[2])
 
@@ -142,7 +166,9 @@ def test_a_config_gives_verbosity_and_its_range_is_checked_before_anything_runs(
 
 
 @pytest.mark.ray
-def test_sweep_run_settles_a_cost_matched_consistency_in_one_owned_output_dir(tmp_path: Any, ray_driver: Any) -> None:
+def test_sweep_run_settles_a_cost_matched_consistency_in_one_owned_output_dir(
+    tmp_path: Any, ray_driver: Any
+) -> None:
     """`sweep run` runs the matched method first, then the settled consistency entry, in the same
     output dir under the one lock it took (a second lock would refuse the dir to itself)."""
     import polars as pl

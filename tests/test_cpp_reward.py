@@ -93,12 +93,28 @@ def test_table_1(kept: bool, before: bool, after: bool, want: float) -> None:
 def _round(t: int, keep: list[list[int]], before: tuple[bool, ...], after: tuple[bool, ...]) -> RoundRecord:
     n = len(keep)
     record = {"keep": [[[order(i, n)[k], bool(keep[i][k]), 0.5] for k in range(n)] for i in range(n)]}
-    return RoundRecord(t, Decision(Graph(n), record=record), (None,) * n, (None,) * n, before, after, (), None, False, 0, 0, 0, 0.0)
+    return RoundRecord(
+        t,
+        Decision(Graph(n), record=record),
+        (None,) * n,
+        (None,) * n,
+        before,
+        after,
+        (),
+        None,
+        False,
+        0,
+        0,
+        0,
+        0.0,
+    )
 
 
 def test_rewards_and_returns_read_the_trajectory() -> None:
     n = 3
-    r0 = RoundRecord(0, None, (None,) * n, ("1",) * n, (False,) * n, (True, False, False), (), None, False, 0, 0, 0, 0.0)
+    r0 = RoundRecord(
+        0, None, (None,) * n, ("1",) * n, (False,) * n, (True, False, False), (), None, False, 0, 0, 0, 0.0
+    )
     r1 = _round(1, [[1, 1, 0], [0, 1, 1], [1, 0, 0]], (True, False, False), (True, True, False))
     r2 = _round(2, [[0, 0, 0], [1, 1, 1], [1, 1, 1]], (True, True, False), (True, True, True))
     w = CppReward(k=1.0, a=1.0, round_scale=1.5, beta=B, gamma=G)

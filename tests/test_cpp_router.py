@@ -38,7 +38,10 @@ class Recording:
 
 
 def team(verbosity: float = 0.0) -> tuple[list[Agent], list[Recording]]:
-    rec = [Recording(build_backend("simulated", m, {"skill": s, "verbosity": verbosity})) for m, s in (("a", 0.8), ("b", 0.6), ("c", 0.4))]
+    rec = [
+        Recording(build_backend("simulated", m, {"skill": s, "verbosity": verbosity}))
+        for m, s in (("a", 0.8), ("b", 0.6), ("c", 0.4))
+    ]
     return [Agent(m, r, price_in=1.0, price_out=4.0) for m, r in zip("abc", rec, strict=True)], rec
 
 

@@ -71,7 +71,13 @@ def test_decision_checks_its_parts() -> None:
     with pytest.raises(ValueError, match="caps"):
         Decision(g, max_tokens={0: 0})
     d = Decision(g, weights={(0, 1): 0.3}, active=frozenset({1}), max_tokens={1: 50})
-    assert d.speaks(1) and not d.speaks(0) and d.cap(1, 512) == 50 and d.cap(1, 20) == 20 and d.cap(2, 512) == 512
+    assert (
+        d.speaks(1)
+        and not d.speaks(0)
+        and d.cap(1, 512) == 50
+        and d.cap(1, 20) == 20
+        and d.cap(2, 512) == 512
+    )
     assert d.weights_for(1) == {0: 0.3} and d.weights_for(2) == {}
     assert everyone(g).active_agents() == (0, 1, 2) and everyone(g).weights_for(1) is None
     assert d.row()["edge_weight"] == [0.3, 0.0] and d.row()["max_tokens"] == [None, 50, None]

@@ -27,11 +27,16 @@ def write_config(tmp_path: Path, name: str, latency_s: float, limit: int, **extr
     """`test_in_process`'s small sweep with cot and clique only, and `latency_s` per engine batch."""
     models = {
         "strong": {"engine": "simulated", "args": {"skill": 0.8, "latency_s": latency_s}},
-        "weak": {"engine": "simulated", "args": {"skill": 0.4, "malformed_rate": 0.1, "latency_s": latency_s}},
+        "weak": {
+            "engine": "simulated",
+            "args": {"skill": 0.4, "malformed_rate": 0.1, "latency_s": latency_s},
+        },
     }
     methods = ["cot", {"name": "fixed", "args": {"topology": "clique"}}]
     settings = {"models": models, "methods": methods, "concurrency": 2}
-    return config_file(tmp_path, name, **{**settings, "datasets": [{"name": "arith", "limit": limit}], **extra})
+    return config_file(
+        tmp_path, name, **{**settings, "datasets": [{"name": "arith", "limit": limit}], **extra}
+    )
 
 
 def processes_mentioning(marker: str) -> list[int]:
@@ -52,7 +57,9 @@ def test_two_drivers_store_what_one_driver_stores(tmp_path: Path) -> None:
 
     # 0.1 s per engine batch: the owner's episodes last long enough for the worker to start and join.
     path = write_config(tmp_path, "two", latency_s=0.1, limit=10)
-    proc = subprocess.run(sweep_cmd("run", str(path), "--drivers", "2"), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        sweep_cmd("run", str(path), "--drivers", "2"), capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert re.search(r"^2 drivers: 40 episodes, [\d,]+ calls in", proc.stderr, re.M), proc.stderr[-2000:]
     assert "40 run now" in proc.stdout
@@ -84,7 +91,9 @@ def test_drivers_the_config_cannot_use_are_refused_before_anything_is_written(
     err = capsys.readouterr().err.strip()
     assert err == "error: --drivers: must be an int in [1, 64], got 65" and not (tmp_path / "many").exists()
 
-    matched = write_config(tmp_path, "match", 0.0, 2, methods=["cot", {"name": "consistency", "args": {"match": "cot"}}])
+    matched = write_config(
+        tmp_path, "match", 0.0, 2, methods=["cot", {"name": "consistency", "args": {"match": "cot"}}]
+    )
     assert main(["run", str(matched), "--drivers", "2"]) == 2
     err = capsys.readouterr().err.strip()
     assert "consistency entries matched" in err and not (tmp_path / "match").exists()
@@ -92,9 +101,16 @@ def test_drivers_the_config_cannot_use_are_refused_before_anything_is_written(
 
 @pytest.mark.slow
 def test_a_stopped_owner_stops_its_workers(tmp_path: Path) -> None:
-    path = write_config(tmp_path, "stop", latency_s=0.5, limit=40)  # minutes of work: it is stopped long before
-    owner = subprocess.Popen(sweep_cmd("run", str(path), "--drivers", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    marker, log = str(tmp_path / "stop" / "config.resolved.yaml"), tmp_path / "stop" / "drivers" / "worker-1.log"
+    path = write_config(
+        tmp_path, "stop", latency_s=0.5, limit=40
+    )  # minutes of work: it is stopped long before
+    owner = subprocess.Popen(
+        sweep_cmd("run", str(path), "--drivers", "2"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    marker, log = (
+        str(tmp_path / "stop" / "config.resolved.yaml"),
+        tmp_path / "stop" / "drivers" / "worker-1.log",
+    )
     try:
         deadline = time.monotonic() + 120
         while "progress:" not in (log.read_text() if log.exists() else ""):  # the worker runs episodes

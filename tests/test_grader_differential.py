@@ -70,7 +70,9 @@ def _grade_kind(kind: str) -> Outcome:
         graded = grader.explain(case["output"], case["gold"])
         out.cases += 1
         if graded.verdict != case["verdict"]:
-            out.mismatches.append(f"{where} vs {case['gold']!r}: {graded.verdict} ({graded.answer!r}), want {case['verdict']}")
+            out.mismatches.append(
+                f"{where} vs {case['gold']!r}: {graded.verdict} ({graded.answer!r}), want {case['verdict']}"
+            )
         if graded.verdict == "unparsable" and graded.reason not in REASONS:
             out.mismatches.append(f"{where}: unparsable without a known reason ({graded.reason!r})")
         if case["intent"] == "right":
@@ -103,7 +105,14 @@ def test_suite_is_large_and_covers_its_sources() -> None:
     total = sum(len(cases) for cases in CASES.values())
     assert total >= MIN_CASES, total
     sources = Counter(c["source"] for cases in CASES.values() for c in cases)
-    for source in ("math-verify", "hendrycks-math", "qwen2.5-math", "lm-eval/gsm8k", "lm-eval/minerva", "issue-11"):
+    for source in (
+        "math-verify",
+        "hendrycks-math",
+        "qwen2.5-math",
+        "lm-eval/gsm8k",
+        "lm-eval/minerva",
+        "issue-11",
+    ):
         assert sources[source] >= 10, (source, sources)
     for kind, cases in CASES.items():
         assert len(cases) >= 150, kind
@@ -145,6 +154,8 @@ def test_overall_rates(outcomes: dict[str, Outcome]) -> None:
     credited = sum(len(o.credited_wrong or []) for o in outcomes.values())
     cases = sum(o.cases for o in outcomes.values())
     mirrors = sum(o.mirrors for o in outcomes.values())
-    print(f"\nall: {cases} cases + {mirrors} mirrors, credited wrong {credited}, right read {read}/{right} = {read / right:.3f}")
+    print(
+        f"\nall: {cases} cases + {mirrors} mirrors, credited wrong {credited}, right read {read}/{right} = {read / right:.3f}"
+    )
     assert credited == 0
     assert read / right >= MIN_RIGHT_READ

@@ -26,7 +26,9 @@ class _TimingOut:
 def test_a_timed_out_math_check_is_unparsable_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mathgrade, "checker", lambda: _TimingOut())
     monkeypatch.setattr(mathgrade, "_verdict_cache", {})
-    graded = MathGrader().explain("\\boxed{\\sin^2 x+\\cos^2 x}", "1")  # past the fast path: math-verify decides
+    graded = MathGrader().explain(
+        "\\boxed{\\sin^2 x+\\cos^2 x}", "1"
+    )  # past the fast path: math-verify decides
     assert (graded.verdict, graded.reason, graded.answer) == ("unparsable", TIMEOUT, "\\sin^2x+\\cos^2x")
     assert mathgrade._verdict_cache == {}  # a timeout is never cached: the next call checks again
 
@@ -57,7 +59,13 @@ def test_the_gold_check_counts_timeouts_apart(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(mathgrade, "checker", lambda: _TimingOut())
     monkeypatch.setattr(mathgrade, "_verdict_cache", {})
     samples = [
-        Sample(id="m-1", question="q", gold="1", kind="math", metadata={"solution": "so $\\boxed{\\sin^2 x+\\cos^2 x}$"}),
+        Sample(
+            id="m-1",
+            question="q",
+            gold="1",
+            kind="math",
+            metadata={"solution": "so $\\boxed{\\sin^2 x+\\cos^2 x}$"},
+        ),
         Sample(id="m-2", question="q", gold="5", kind="math", metadata={"solution": "no answer here"}),
         Sample(id="m-3", question="q", gold="7", kind="math", metadata={"solution": "so $\\boxed{7}$"}),
     ]

@@ -27,7 +27,9 @@ from data.mathspans import spans
 CORPUS = Path(__file__).parent / "corpus" / "grader_cases.jsonl"
 CASES: list[dict[str, Any]] = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
 HEDGES = Path(__file__).parent / "corpus" / "hedge_cases.jsonl"
-HEDGE_CASES: list[dict[str, Any]] = [json.loads(line) for line in HEDGES.read_text(encoding="utf-8").splitlines()]
+HEDGE_CASES: list[dict[str, Any]] = [
+    json.loads(line) for line in HEDGES.read_text(encoding="utf-8").splitlines()
+]
 RULES = (
     "hedge-letters", "conflicting-answers", "final-number-differs", "or-final", "final-over-intermediate",
     "walkthrough", "percent-words", "split-delimiters", "sub-case-conclusion", "fast-path",

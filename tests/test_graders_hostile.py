@@ -128,7 +128,11 @@ class Clock:
     def time(self, fn: Callable[[], object]) -> object:
         worker0, cpu0, wall0 = checker().worker_cpu_seconds(), time.thread_time(), time.perf_counter()
         result = fn()
-        wall, cpu, worker = time.perf_counter() - wall0, time.thread_time() - cpu0, checker().worker_cpu_seconds()
+        wall, cpu, worker = (
+            time.perf_counter() - wall0,
+            time.thread_time() - cpu0,
+            checker().worker_cpu_seconds(),
+        )
         if worker is not None and worker0 is not None and worker >= worker0:  # else: a fresh worker
             cpu += worker - worker0
         self.wall.append(wall)

@@ -16,14 +16,26 @@ from tests.test_results import episode, turns_for
 
 
 def round_row(eid: str, r: int) -> dict[str, object]:
-    counts = dict.fromkeys(("edges", "cross_edges", "critiques", "verdicts", "accepted", "calls", "tokens"), 0)
-    return {"episode_id": eid, "round": r, "agents": 2, "correct": 1, **counts, "answer_entropy": 0.0, "agreement": 1.0}
+    counts = dict.fromkeys(
+        ("edges", "cross_edges", "critiques", "verdicts", "accepted", "calls", "tokens"), 0
+    )
+    return {
+        "episode_id": eid,
+        "round": r,
+        "agents": 2,
+        "correct": 1,
+        **counts,
+        "answer_entropy": 0.0,
+        "agreement": 1.0,
+    }
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> ResultStore:
     store = ResultStore(tmp_path / "out")
-    for part, ids in enumerate((["a1", "b1", "a2"], ["b2", "a1", "a4", "c1"], ["a3"])):  # a1 twice: part 0 wins
+    for part, ids in enumerate(
+        (["a1", "b1", "a2"], ["b2", "a1", "a4", "c1"], ["a3"])
+    ):  # a1 twice: part 0 wins
         text = f"part{part}"
         store.append(
             [episode(e) for e in ids],

@@ -127,7 +127,9 @@ def test_the_scheduler_keeps_at_most_concurrency_episodes_in_flight(tmp_path: Pa
     from sweep.pool import EnginePool
     from sweep.scheduler import run_tasks
 
-    cfg = config(tmp_path, "out", models={"sim": {"engine": "simulated", "args": {"latency_s": 0.001}}}, agents=["sim"])
+    cfg = config(
+        tmp_path, "out", models={"sim": {"engine": "simulated", "args": {"latency_s": 0.001}}}, agents=["sim"]
+    )
     plan = build_plan(cfg)
     taken, finished, worst = [0], [0], [0]
 
@@ -146,7 +148,6 @@ def test_the_scheduler_keeps_at_most_concurrency_episodes_in_flight(tmp_path: Pa
     assert worst[0] == 3  # never a task taken before a worker was free for it
 
 
-
 def test_the_scheduler_skips_what_another_driver_claimed(tmp_path: Path) -> None:
     from sweep.pool import EnginePool
     from sweep.scheduler import run_tasks
@@ -161,7 +162,9 @@ def test_the_scheduler_skips_what_another_driver_claimed(tmp_path: Path) -> None
         return len(asked) % 3 != 0  # every third one is another driver's
 
     with EnginePool(cfg, ["sim"]) as pool:
-        stats = asyncio.run(run_tasks(iter(tasks), pool.agents, lambda t, *_: ran.append(t.episode_id), 2, claim=claim))
+        stats = asyncio.run(
+            run_tasks(iter(tasks), pool.agents, lambda t, *_: ran.append(t.episode_id), 2, claim=claim)
+        )
     assert sorted(asked) == sorted(t.episode_id for t in tasks)  # each asked once, as its turn came
     assert stats.skipped == 10 and stats.done == 20 and set(ran) == set(asked) - set(asked[2::3])
 

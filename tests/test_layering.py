@@ -133,7 +133,12 @@ def test_no_package_module_exceeds_300_lines() -> None:
     [
         ({"data.a": {"actors.b"}, "actors.b": set()}, {"data": set(), "actors": set()}, True, False),
         ({"actors.b": {"debate.c"}, "debate.c": set()}, {"actors": set(), "debate": {"actors"}}, True, False),
-        ({"debate.c": {"actors.b"}, "actors.b": set()}, {"actors": set(), "debate": {"actors"}}, False, False),
+        (
+            {"debate.c": {"actors.b"}, "actors.b": set()},
+            {"actors": set(), "debate": {"actors"}},
+            False,
+            False,
+        ),
         ({"data.a": {"data.b"}, "data.b": {"data.c"}, "data.c": {"data.a"}}, {"data": set()}, False, True),
     ],
 )

@@ -23,15 +23,19 @@ values = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
     max_leaves=12,
 )
-keys = st.sampled_from(["answer", "Answer", "final answer", "final-answer", "confidence", "reasoning", "x", ""])
+keys = st.sampled_from(
+    ["answer", "Answer", "final answer", "final-answer", "confidence", "reasoning", "x", ""]
+)
 objects = st.dictionaries(keys | st.text(max_size=8), values, max_size=6)
-around = st.sampled_from(["", "Sure.\n", "```json\n", "{bad\n", "prose {\"a\": 1} then "])
-after = st.sampled_from(["", "\n```", "\nDone.", " {\"answer\": 9}", "}"])
+around = st.sampled_from(["", "Sure.\n", "```json\n", "{bad\n", 'prose {"a": 1} then '])
+after = st.sampled_from(["", "\n```", "\nDone.", ' {"answer": 9}', "}"])
 
 
 @settings(max_examples=1500, deadline=None)
 @given(objects, around, after, st.booleans(), st.sampled_from([None, 2]))
-def test_the_shortcut_agrees_with_the_reader(obj: dict, before: str, tail: str, ascii_only: bool, indent: int | None) -> None:
+def test_the_shortcut_agrees_with_the_reader(
+    obj: dict, before: str, tail: str, ascii_only: bool, indent: int | None
+) -> None:
     text = before + json.dumps(obj, ensure_ascii=ascii_only, indent=indent) + tail
     assert lenient_json.find_object(text) == lenient_json._find_object(text)
 

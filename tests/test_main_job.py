@@ -59,4 +59,7 @@ def test_one_item_of_the_main_job_through_the_ray_actor(tmp_path: Path, ray_driv
     )
     (again,) = asyncio.run(local.generate([request]))
     assert again.text == first["text"]
-    assert (again.prompt_tokens, again.completion_tokens) == (first["prompt_tokens"], first["completion_tokens"])
+    assert (again.prompt_tokens, again.completion_tokens) == (
+        first["prompt_tokens"],
+        first["completion_tokens"],
+    )

@@ -33,7 +33,9 @@ def _pairs() -> list[tuple[str, str]]:
     return pairs
 
 
-def _grade_all(pairs: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], MathChecker]:
+def _grade_all(
+    pairs: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[str], MathChecker]:
     """Every pair's verdict and reason, from a fresh worker and an empty verdict cache."""
     fresh = MathChecker()
     monkeypatch.setattr(mathcheck, "_CHECKER", (os.getpid(), fresh))

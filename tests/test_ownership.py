@@ -33,7 +33,9 @@ def test_a_second_owner_is_refused_in_one_line_naming_the_owner(tmp_path: Path) 
     first = DirLock.for_output(tmp_path, "sweep-a")
     assert first.acquire() == "owner"
     info = json.loads((tmp_path / LOCK_FILE).read_text())
-    assert info["pid"] == os.getpid() and info["host"] == socket.gethostname() and info["sweep_id"] == "sweep-a"
+    assert (
+        info["pid"] == os.getpid() and info["host"] == socket.gethostname() and info["sweep_id"] == "sweep-a"
+    )
     with pytest.raises(OutputBusy) as e:
         DirLock.for_output(tmp_path, "sweep-a").acquire()
     text = str(e.value)

@@ -33,7 +33,9 @@ def test_output_dirs_that_are_fine(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     [("", "empty path"), ("/", "a system location"), ("/etc/x", "a system location"), (".", "the current directory"),
      ("..", "above it"), ("src", "already holds other files (e.g. 'code.py')"), ("afile", "is a file")],
 )  # fmt: skip
-def test_output_dirs_that_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, fragment: str) -> None:
+def test_output_dirs_that_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, fragment: str
+) -> None:
     work = tmp_path / "work"
     (work / "src").mkdir(parents=True)
     (work / "src" / "code.py").write_text("print()\n")
@@ -94,6 +96,10 @@ def test_storage_and_tracking_urls(tmp_path: Path) -> None:
 def test_input_paths(tmp_path: Path) -> None:
     (tmp_path / "data.jsonl").write_text("{}\n")
     assert input_path(str(tmp_path / "data.jsonl"), "datasets[0].path") == tmp_path / "data.jsonl"
-    for value, fragment in [("/dev/zero", "system path"), (str(tmp_path / "none"), "not found"), ("", "empty path")]:
+    for value, fragment in [
+        ("/dev/zero", "system path"),
+        (str(tmp_path / "none"), "not found"),
+        ("", "empty path"),
+    ]:
         with pytest.raises(ConfigError, match=fragment):
             input_path(value, "datasets[0].path")

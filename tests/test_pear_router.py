@@ -128,7 +128,9 @@ def test_scores_stay_in_unit_interval(n: int, data: st.DataObject) -> None:
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(1, 8), k=st.integers(1, 9), seed=st.integers(0, 10_000), fresh=st.booleans())
 def test_routed_graphs_have_in_degree_k_and_no_self_loops(n: int, k: int, seed: int, fresh: bool) -> None:
-    router = PearRouter(k=k, mc_permutations=12, candidates="fresh" if fresh else "relabel", selection_temperature=0.3)
+    router = PearRouter(
+        k=k, mc_permutations=12, candidates="fresh" if fresh else "relabel", selection_temperature=0.3
+    )
     rng = np.random.default_rng(seed)
     answers = tuple(str(x) for x in rng.integers(0, 3, n))
     state = state_of((answers, tuple(int(c) for c in rng.integers(1, 6, n))), seed=seed)
@@ -191,7 +193,10 @@ def test_ablation_switches_equal_zero_alphas() -> None:
         off, zero = PearRouter(**{switch: False}), PearRouter(**{alpha: 0.0})
         pool = off.pool(state, np.random.default_rng(4))
         assert np.array_equal(off.scores(state, pool), zero.scores(state, pool))
-        assert off.route(state, np.random.default_rng(4)).graph == zero.route(state, np.random.default_rng(4)).graph
+        assert (
+            off.route(state, np.random.default_rng(4)).graph
+            == zero.route(state, np.random.default_rng(4)).graph
+        )
 
 
 def test_method_args_and_validation() -> None:
@@ -199,7 +204,13 @@ def test_method_args_and_validation() -> None:
     assert method.protocol == "critique_revise" and method.phases == ("critique", "revise")
     assert isinstance(method.router, PearRouter) and method.router.alphas == (0.2, 0.0, 0.7)
     assert build_method("pear", {"protocol": "update"}).phases == ("update",)
-    for bad in ({"influence": "vibes"}, {"beta": 1.5}, {"candidates": "all"}, {"k": 0}, {"selection_temperature": -1}):
+    for bad in (
+        {"influence": "vibes"},
+        {"beta": 1.5},
+        {"candidates": "all"},
+        {"k": 0},
+        {"selection_temperature": -1},
+    ):
         with pytest.raises(ValueError):
             build_method("pear", bad)
     with pytest.raises(ValueError, match="critique_revise"):

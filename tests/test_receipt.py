@@ -35,7 +35,12 @@ def config(tmp_path: Path, limit: int) -> Path:
 def sweep(path: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE, "run", str(path)], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env
+        [sys.executable, "-c", PROBE, "run", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc
@@ -43,7 +48,9 @@ def sweep(path: Path) -> subprocess.CompletedProcess[str]:
 
 def test_a_finished_sweep_reruns_without_mlflow_until_something_changes(tmp_path: Path) -> None:
     first = sweep(config(tmp_path, 3))
-    assert "MLFLOW True RAY False" in first.stdout and (tmp_path / "out" / NAME).is_file()  # in-process: no Ray
+    assert (
+        "MLFLOW True RAY False" in first.stdout and (tmp_path / "out" / NAME).is_file()
+    )  # in-process: no Ray
     parent = first.stdout.split("parent run ")[1].split(")")[0]
 
     again = sweep(config(tmp_path, 3))

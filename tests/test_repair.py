@@ -47,7 +47,9 @@ class FailingWrites:
             self.room -= table.num_rows
 
 
-def test_a_failing_part_costs_only_the_episode_that_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_part_costs_only_the_episode_that_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(sweep.results, "write_atomic", FailingWrites(bad_episode="e2"))
     store = ResultStore(tmp_path)
     writer = BufferedWriter(store, max_episodes=4)
@@ -64,14 +66,18 @@ def test_a_full_disk_writes_what_fits_then_stops(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(sweep.results, "write_atomic", FailingWrites(room=2))
     store = ResultStore(tmp_path)
     writer = BufferedWriter(store, max_episodes=5)
-    with pytest.raises(DiskFull, match="2 episode.s. of the last batch written, 3 finished episode.s. not written"):
+    with pytest.raises(
+        DiskFull, match="2 episode.s. of the last batch written, 3 finished episode.s. not written"
+    ):
         fill(writer, [f"e{i}" for i in range(5)])
     assert store.done_ids() == {"e0", "e1"} and len(writer) == 0
     writer.close()  # nothing left to write: the lost episodes simply run again next time
     assert store.recover() == [] and store.turns()["episode_id"].unique().sort().to_list() == ["e0", "e1"]
 
 
-def test_write_atomic_removes_its_temp_file_when_the_write_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_write_atomic_removes_its_temp_file_when_the_write_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import sweep.parts
 
     def full(*args: Any, **kwargs: Any) -> None:
@@ -84,7 +90,9 @@ def test_write_atomic_removes_its_temp_file_when_the_write_fails(tmp_path: Path,
     assert list((tmp_path / "turns").iterdir()) == []
 
 
-def test_an_unreadable_part_is_quarantined_and_its_episodes_run_again(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unreadable_part_is_quarantined_and_its_episodes_run_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     store = ResultStore(tmp_path)
     store.append([episode("e1")], turns_for("e1"))
     store.append([episode("e2")], turns_for("e2"))
@@ -109,7 +117,9 @@ def test_an_unreadable_turns_part_quarantines_its_whole_part_when_read(tmp_path:
     assert store.done_ids() == {"e2"}
 
 
-def test_a_garbage_cache_is_set_aside_and_a_new_one_works(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_garbage_cache_is_set_aside_and_a_new_one_works(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "llm_cache.sqlite"
     path.write_bytes(b"this is not a database" * 100)
     moved = check_cache(path)

@@ -203,7 +203,9 @@ def test_newer_columns_are_used_and_older_parts_still_read(sim_out: Path, tmp_pa
     })  # fmt: skip
     results = load_results([out])
     labels = set(results.episodes["method_label"].to_list())
-    assert "Stored label $\\frac{$ <b>" in labels and derived not in labels  # one label per method, older parts too
+    assert (
+        "Stored label $\\frac{$ <b>" in labels and derived not in labels
+    )  # one label per method, older parts too
     report = build_report([out], out / "report")  # the label is drawn as text and written escaped
     assert "Stored label $\\frac{$ &lt;b&gt;" in (report.report_dir / "index.html").read_text()
     t = build_tables(results)
@@ -344,7 +346,9 @@ def test_the_papers_table_examples_print_in_their_layout(
     (table,) = paper_tables(t.summary, t.order, layout, t.benchmarks)
     assert table.columns[1 : 1 + len(columns)] == columns  # benchmarks in the config's order
     settled_later = [m for m in cfg.methods if m.args.get("match")]  # cost-matched: `sweep run` settles them
-    assert len(table.rows) == len(cfg.methods) - len(settled_later) and all("–" not in r[1] for r in table.rows)
+    assert len(table.rows) == len(cfg.methods) - len(settled_later) and all(
+        "–" not in r[1] for r in table.rows
+    )
     if layout == "rumad":
         mad = _row(t.summary, "fixed(topology=clique, prompt_style=rumad)")
         star = table.rows[1]

@@ -88,7 +88,11 @@ def test_weights_are_checked() -> None:
 def test_rewards_of_a_real_episode_are_a_function_of_its_trajectory() -> None:
     team = [Agent(f"s{i}", build_backend("simulated", f"s{i}", {"skill": 0.5})) for i in range(4)]
     sample = Sample(id="q9", question="What is 3 + 4?", gold=GOLD, kind="numeric")
-    res = asyncio.run(run_episode(build_method("random_activation", {"budget": 5}), team, sample, NumericGrader(), 2, 3, "toy"))
+    res = asyncio.run(
+        run_episode(
+            build_method("random_activation", {"budget": 5}), team, sample, NumericGrader(), 2, 3, "toy"
+        )
+    )
     t = reward_terms(res.trajectory, RewardWeights(), budget=5)
     assert all(len(v) == 3 for v in t.values())
     assert t["accuracy"][-1] == (1.0 if res.correct else -2.0)

@@ -42,7 +42,9 @@ def state_of(*rounds: tuple[tuple[str | None, ...], tuple[int, ...]], active=())
 
 def team(n: int = 6) -> list[Agent]:
     skills = np.linspace(0.8, 0.3, n)
-    return [Agent(f"s{i}", build_backend("simulated", f"s{i}", {"skill": float(s)})) for i, s in enumerate(skills)]
+    return [
+        Agent(f"s{i}", build_backend("simulated", f"s{i}", {"skill": float(s)})) for i, s in enumerate(skills)
+    ]
 
 
 class FixedWeights:
@@ -61,7 +63,9 @@ class FixedWeights:
 
 
 def test_observation_hand_computed() -> None:
-    state = state_of((("A", "A", "B", None), (5, 3, 2, 1)), (("A", "B", "B", None), (4, 3, 3, 1)), active=[{0, 2}])
+    state = state_of(
+        (("A", "A", "B", None), (5, 3, 2, 1)), (("A", "B", "B", None), (4, 3, 3, 1)), active=[{0, 2}]
+    )
     obs = observe(state, budget=5, horizon=4)
     expect = np.array(
         [  # conf, holds, cluster, vote, changed, act rate, spoke, cluster conf, conf change
@@ -84,7 +88,8 @@ def test_observation_is_equivariant() -> None:
     perm = [2, 0, 4, 1, 3]  # agent i becomes perm[i]
     inv = np.argsort(perm)
     moved = state_of(
-        *[(tuple(a[j] for j in inv), tuple(c[j] for j in inv)) for a, c in rounds], active=[{perm[1], perm[4]}]
+        *[(tuple(a[j] for j in inv), tuple(c[j] for j in inv)) for a, c in rounds],
+        active=[{perm[1], perm[4]}],
     )
     a, b = observe(state, 6, 6), observe(moved, 6, 6)
     np.testing.assert_allclose(b.agents, a.agents[inv], atol=1e-6)
@@ -125,7 +130,9 @@ def test_dual_threshold_invariants(case: tuple[np.ndarray, float, float, int | N
     assert len(active) == (len(qualified) if left is None else min(left, len(qualified)))
     if active and left is not None:  # nobody left out is stronger than someone let in
         assert min(strongest[t] for t in active) >= max([strongest[t] for t in qualified - active] or [-1])
-    assert all(t in active and s != t and w[s, t] >= theta_vis and v == w[s, t] for (s, t), v in visible.items())
+    assert all(
+        t in active and s != t and w[s, t] >= theta_vis and v == w[s, t] for (s, t), v in visible.items()
+    )
     assert len(visible) == sum(1 for t in active for s in range(n) if s != t and w[s, t] >= theta_vis)
 
 
@@ -144,7 +151,9 @@ def test_the_budget_is_never_exceeded_in_an_episode(budget: int, seed: int, thet
     assert used <= budget
     assert sum(1 for t in res.turns if t.round > 0) == used  # exactly the active agents made calls
     lefts = [rec.decision.record["budget_left"] for rec in res.trajectory[1:]]
-    assert lefts[0] == budget and all(a - len(r.active) == b for a, b, r in zip(lefts, lefts[1:], res.trajectory[1:], strict=False))
+    assert lefts[0] == budget and all(
+        a - len(r.active) == b for a, b, r in zip(lefts, lefts[1:], res.trajectory[1:], strict=False)
+    )
 
 
 def test_without_activation_everyone_speaks_and_visibility_still_filters() -> None:
@@ -179,7 +188,9 @@ def save_policy(path: Path, seed: int, head: str = "gaussian") -> str:
     from debate.policies.actor_critic import PolicyArch, build, weights_of
 
     module = build(PolicyArch(hidden=16, head=head), seed)
-    return ckpt.save_checkpoint(path, module.arch.to_dict(), weights_of(module), {"note": "test", "seed": seed})
+    return ckpt.save_checkpoint(
+        path, module.arch.to_dict(), weights_of(module), {"note": "test", "seed": seed}
+    )
 
 
 def test_checkpoint_round_trip_and_corruption(tmp_path: Path) -> None:
@@ -191,7 +202,9 @@ def test_checkpoint_round_trip_and_corruption(tmp_path: Path) -> None:
     assert loaded.digest == digest and loaded.arch["head"] == "beta" and loaded.provenance["seed"] == 3
     obs = observe(state_of((("1", "2", "1"), (4, 2, 3))), 12, 6)
     fresh = Controller(build(PolicyArch(hidden=16, head="beta"), 3), "x")
-    assert np.array_equal(controller_for(str(tmp_path / "p.npz")).act(obs, None, False)[0], fresh.act(obs, None, False)[0])  # type: ignore[arg-type]
+    assert np.array_equal(
+        controller_for(str(tmp_path / "p.npz")).act(obs, None, False)[0], fresh.act(obs, None, False)[0]
+    )  # type: ignore[arg-type]
     with np.load(tmp_path / "p.npz") as z:  # one weight changed, the stored hash kept
         arrays = {k: z[k].copy() for k in z.files}
     key = next(k for k in arrays if k.startswith("w."))
@@ -209,7 +222,10 @@ def test_episode_ids_hash_the_checkpoint_content_not_its_path(tmp_path: Path) ->
     save_policy(tmp_path / "a.npz", 1)
     save_policy(tmp_path / "b.npz", 2)
     shutil.copyfile(tmp_path / "a.npz", tmp_path / "a_copy.npz")
-    ident = {p: build_method("rumad", {"checkpoint": str(tmp_path / p)}).spec.identity() for p in ("a.npz", "b.npz", "a_copy.npz")}
+    ident = {
+        p: build_method("rumad", {"checkpoint": str(tmp_path / p)}).spec.identity()
+        for p in ("a.npz", "b.npz", "a_copy.npz")
+    }
     assert ident["a.npz"] != ident["b.npz"]
     assert ident["a.npz"] == ident["a_copy.npz"] and ident["a.npz"]["args"]["checkpoint"].startswith("sha:")
     assert build_method("rumad").spec.identity()["args"]["checkpoint"] == ""
@@ -217,7 +233,9 @@ def test_episode_ids_hash_the_checkpoint_content_not_its_path(tmp_path: Path) ->
 
 def test_a_checkpoint_evaluated_twice_gives_the_same_episodes(tmp_path: Path) -> None:
     save_policy(tmp_path / "p.npz", 4)
-    method = build_method("rumad", {"checkpoint": str(tmp_path / "p.npz"), "theta_act": 0.5, "prompt_style": "rumad"})
+    method = build_method(
+        "rumad", {"checkpoint": str(tmp_path / "p.npz"), "theta_act": 0.5, "prompt_style": "rumad"}
+    )
 
     def run(seed: int) -> list[tuple]:
         res = asyncio.run(run_episode(method, team(), SAMPLE, NumericGrader(), seed, 4, "toy"))

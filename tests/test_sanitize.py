@@ -93,10 +93,14 @@ def test_a_cache_poisoned_by_an_older_version_is_cleaned_on_replay(tmp_path: Pat
     cfg = validate({"models": {"m": {"engine": "simulated"}}, "agents": ["m"], "datasets": [{"name": "arith"}],
                     "methods": ["cot"]})  # fmt: skip
     with CallCache(tmp_path / "llm_cache.sqlite") as cache:  # no sanitiser: what older versions stored
-        asyncio.run(CachedBackend(Poisoned(), cache, model_identity("m", cfg.models["m"])).generate([request(0)]))
+        asyncio.run(
+            CachedBackend(Poisoned(), cache, model_identity("m", cfg.models["m"])).generate([request(0)])
+        )
     engine = Poisoned()
     with CallCache(tmp_path / "llm_cache.sqlite") as cache:  # the pool's agent, as a rerun builds it
-        out = asyncio.run(build_agents(cfg.models, {"m": engine}, cache)["m"].backend.generate([request(0)]))[0]
+        out = asyncio.run(build_agents(cfg.models, {"m": engine}, cache)["m"].backend.generate([request(0)]))[
+            0
+        ]
     assert out.cache_hit and engine.calls == 0
     assert out.text == clean_text(POISON, 10**6)[0] and out.model == "m\ufffd"
 
@@ -104,7 +108,19 @@ def test_a_cache_poisoned_by_an_older_version_is_cleaned_on_replay(tmp_path: Pat
 @pytest.mark.parametrize("seed", range(20))
 def test_the_quick_clean_check_agrees_with_the_full_one(seed: int) -> None:
     rng, clean = random.Random(seed), 0
-    texts = ["fine", "", "ok ☃", POISON, "lone \udc80", "x\x00", "z" * 191, "y" * (MAX_TEXT_CHARS + 1), None, 7, "s" * 250]
+    texts = [
+        "fine",
+        "",
+        "ok ☃",
+        POISON,
+        "lone \udc80",
+        "x\x00",
+        "z" * 191,
+        "y" * (MAX_TEXT_CHARS + 1),
+        None,
+        7,
+        "s" * 250,
+    ]
     numbers = [0, 5, -1, 2**40, 2**40 - 1, 3.0, math.nan, True, None, "4"]
     odd = {"text": texts, "finish_reason": texts, "model": texts, "prompt_tokens": numbers,
            "completion_tokens": numbers, "cached_tokens": numbers, "cache_hit": [True, False, 1, None],

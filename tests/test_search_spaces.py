@@ -21,7 +21,17 @@ from sweep.study.config import load_study
 from sweep.study.spaces import check_method
 from tests.conftest import ROOT
 
-PEAR_NAMES = {"alpha_t", "alpha_i", "alpha_l", "tau_tgt", "tau_src", "tau_low", "beta", "selection_temperature", "k"}
+PEAR_NAMES = {
+    "alpha_t",
+    "alpha_i",
+    "alpha_l",
+    "tau_tgt",
+    "tau_src",
+    "tau_low",
+    "beta",
+    "selection_temperature",
+    "k",
+}
 
 
 def test_packaged_spaces_parse_and_the_registered_ones_match_their_methods() -> None:
@@ -39,7 +49,9 @@ def test_packaged_spaces_parse_and_the_registered_ones_match_their_methods() -> 
 def test_a_space_for_a_method_that_is_not_registered_fails_loudly() -> None:
     assert "no_such_method" not in METHODS
     with pytest.raises(SpaceError, match="method 'no_such_method' is not registered"):
-        space = parse_space({"method": "no_such_method", "params": {"k": {"type": "int", "low": 1, "high": 2}}}, "inline")
+        space = parse_space(
+            {"method": "no_such_method", "params": {"k": {"type": "int", "low": 1, "high": 2}}}, "inline"
+        )
         check_method(space, "no_such_method")
 
 

@@ -57,7 +57,9 @@ def test_the_derivation_is_pinned() -> None:
     assert derive_seed(*parts) == documented(*parts) == value
 
 
-@pytest.mark.parametrize("method, args", [("fixed", {"topology": "clique"}), ("pear", {"mc_permutations": 8})])
+@pytest.mark.parametrize(
+    "method, args", [("fixed", {"topology": "clique"}), ("pear", {"mc_permutations": 8})]
+)
 def test_every_call_of_an_episode_gets_the_documented_seed(method: str, args: dict[str, Any]) -> None:
     seen = requests_of(method, args, "item-7", 11, "arith")
     phases = {q.hints["phase"] for q in seen}
@@ -66,7 +68,9 @@ def test_every_call_of_an_episode_gets_the_documented_seed(method: str, args: di
         h = q.hints
         assert q.seed == documented(11, "arith", "item-7", h["round"], h["agent"], h["phase"])
     # one seed per (round, agent, phase): distinct across rounds, agents and phases
-    assert len({q.seed for q in seen}) == len({(q.hints["round"], q.hints["agent"], q.hints["phase"]) for q in seen})
+    assert len({q.seed for q in seen}) == len(
+        {(q.hints["round"], q.hints["agent"], q.hints["phase"]) for q in seen}
+    )
 
 
 def test_seeds_differ_across_items_sweep_seeds_and_datasets_but_not_methods() -> None:

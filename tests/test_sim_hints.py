@@ -54,8 +54,12 @@ scalar = (
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=6)
     | st.sampled_from(["numeric", "choice", "math", " 42 ", "", "  "])
 )  # fmt: skip
-value = st.recursive(scalar, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner), max_leaves=8)
-field = st.sampled_from(["agent", "round", "phase", "kind", "gold", "n_choices", "item", "own", "peers", "sources", "adversary"])
+value = st.recursive(
+    scalar, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner), max_leaves=8
+)
+field = st.sampled_from(
+    ["agent", "round", "phase", "kind", "gold", "n_choices", "item", "own", "peers", "sources", "adversary"]
+)
 pair = st.lists(scalar, min_size=2, max_size=2) | value
 well_formed = st.fixed_dictionaries(
     {
@@ -79,4 +83,6 @@ def test_the_usual_hints_and_a_huge_int() -> None:
     h = Hints.read(raw)
     assert (h.agent, h.round, h.gold, h.n_choices, h.own) == (2, 1, "42", 2, ("41", 3))
     assert h.peers == (("42", 4), ("40", 5)) and h.sources == ((0, "42"), (1, None), (3, "40"))
-    assert Hints.read({"agent": 10**400}).agent == 10**400  # a garbled field never raises (it did: OverflowError)
+    assert (
+        Hints.read({"agent": 10**400}).agent == 10**400
+    )  # a garbled field never raises (it did: OverflowError)

@@ -58,13 +58,17 @@ def test_gd_debates_inside_groups_and_exchanges_summaries() -> None:
     s2 = state_with(answers, conf, rounds=2)
     assert delegate(s2, [0, 1, 2]) == 2 and delegate(s2, [3, 4, 5]) == 3
     exchange = GroupDebate(3, 2).route(s2, RNG)  # round 2: the summaries cross over
-    assert exchange.graph.edges - inside.graph.edges == {(2, t) for t in (3, 4, 5)} | {(3, t) for t in (0, 1, 2)}
+    assert exchange.graph.edges - inside.graph.edges == {(2, t) for t in (3, 4, 5)} | {
+        (3, t) for t in (0, 1, 2)
+    }
     assert delegate(state_with((None, None), (1, 1)), [0, 1]) == 0
 
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(2, 8), st.integers(0, 20), st.integers(0, 5), st.integers(0, 8), st.integers(0, 1000))
-def test_random_activation_stays_within_its_budget(n: int, budget: int, per_round: int, k: int, seed: int) -> None:
+def test_random_activation_stays_within_its_budget(
+    n: int, budget: int, per_round: int, k: int, seed: int
+) -> None:
     from debate.decision import Decision
 
     router = RandomActivation(budget, per_round, k)
@@ -83,7 +87,12 @@ def test_random_activation_stays_within_its_budget(n: int, budget: int, per_roun
 
 @pytest.mark.parametrize(
     "name, args",
-    [("smad", {"structure": "star"}), ("smad", {"structure": "ring"}), ("gd", {}), ("random_activation", {"budget": 5})],
+    [
+        ("smad", {"structure": "star"}),
+        ("smad", {"structure": "ring"}),
+        ("gd", {}),
+        ("random_activation", {"budget": 5}),
+    ],
 )
 def test_baselines_run_through_the_loop(name: str, args: dict) -> None:
     method = build_method(name, {**args, "prompt_style": "rumad"})

@@ -140,7 +140,11 @@ def test_best_keeps_the_baselines_and_undoes_the_tuning_narrowing(tmp_path: Path
     narrowing = ["datasets.0.split=train", "datasets.0.offset=100", "datasets.0.limit=5", "seeds=[0]"]
     path = write_study(tmp_path, "random", base=base, overrides=narrowing)
     raw = best_sweep(load_study(path), [SimpleNamespace(params={"k": 1}, user_attrs={})])
-    assert raw["methods"] == ["cot", {"name": "fixed", "args": {"topology": "ring"}}, {"name": "random", "args": {"k": 1}}]
+    assert raw["methods"] == [
+        "cot",
+        {"name": "fixed", "args": {"topology": "ring"}},
+        {"name": "random", "args": {"k": 1}},
+    ]
     ds = raw["datasets"][0]
     assert (ds["split"], ds["offset"], ds["limit"]) == ("test", 0, 50) and raw["seeds"] == [0, 1, 2]
 

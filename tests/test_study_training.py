@@ -65,25 +65,46 @@ def write(tmp: Path, space: Any = SPACE, training: dict[str, Any] | None = None,
 def test_the_space_splits_into_reward_weights_and_router_arguments(tmp_path: Path) -> None:
     setup = load_study(write(tmp_path))
     assert setup.training is not None and setup.training.cfg.method.args["budget"] == 3
-    trial = setup.training.with_params({"alpha_sparsity": 0.2, "budget": 5, "theta_vis": 0.4}, str(tmp_path / "t"))
+    trial = setup.training.with_params(
+        {"alpha_sparsity": 0.2, "budget": 5, "theta_vis": 0.4}, str(tmp_path / "t")
+    )
     assert trial.rewards.alpha_sparsity == 0.2 and trial.method.router.budget == 5  # type: ignore[union-attr]
     assert trial.cfg.method.args["theta_vis"] == 0.4 and trial.out == tmp_path / "t"
-    assert load_study(write(tmp_path, training={**TRAIN, "policy": {"hidden": 8}})).fingerprint() != setup.fingerprint()
+    assert (
+        load_study(write(tmp_path, training={**TRAIN, "policy": {"hidden": 8}})).fingerprint()
+        != setup.fingerprint()
+    )
 
 
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"space": {**SPACE, "params": {"alpha_sparsity": {"type": "float", "low": -1.0, "high": 0.5}}}}, "reward refuses -1.0"),
-        ({"space": {**SPACE, "params": {"theta_vis": {"type": "float", "low": 0.2, "high": 1.5}}}}, "rumad refuses 1.5"),
-        ({"space": {**SPACE, "params": {"alpha_sparsty": {"type": "float", "low": 0.0, "high": 0.5}}}}, "no argument 'alpha_sparsty'"),
+        (
+            {"space": {**SPACE, "params": {"alpha_sparsity": {"type": "float", "low": -1.0, "high": 0.5}}}},
+            "reward refuses -1.0",
+        ),
+        (
+            {"space": {**SPACE, "params": {"theta_vis": {"type": "float", "low": 0.2, "high": 1.5}}}},
+            "rumad refuses 1.5",
+        ),
+        (
+            {"space": {**SPACE, "params": {"alpha_sparsty": {"type": "float", "low": 0.0, "high": 0.5}}}},
+            "no argument 'alpha_sparsty'",
+        ),
         ({"pruner": {"name": "median"}, "objectives": ["accuracy"]}, "pruned on their training curve"),
-        ({"train": {**TRAIN, "method": {"name": "rumad", "args": {"budget": 3}}, "sweep": "other.yaml"}}, "model 'strong' is not the study's"),
+        (
+            {"train": {**TRAIN, "method": {"name": "rumad", "args": {"budget": 3}}, "sweep": "other.yaml"}},
+            "model 'strong' is not the study's",
+        ),
         ({"train_spec": {"config": "train.yaml", "prune_metric": "tokens_per_task"}}, "prune_metric"),
     ],
 )
-def test_training_studies_are_checked_before_any_trial(tmp_path: Path, change: dict[str, Any], message: str) -> None:
-    (tmp_path / "other.yaml").write_text(yaml.safe_dump({**BASE, "models": {**BASE["models"], "strong": {"engine": "simulated"}}}))
+def test_training_studies_are_checked_before_any_trial(
+    tmp_path: Path, change: dict[str, Any], message: str
+) -> None:
+    (tmp_path / "other.yaml").write_text(
+        yaml.safe_dump({**BASE, "models": {**BASE["models"], "strong": {"engine": "simulated"}}})
+    )
     extra = {k: v for k, v in change.items() if k in ("pruner", "objectives")}
     if "train_spec" in change:
         extra["train"] = change["train_spec"]
@@ -126,21 +147,31 @@ def test_a_pareto_study_trains_then_evaluates_each_trial(
     assert len(study.trials) == 3 and done
     for t in done:
         policy = Path(t.user_attrs["checkpoint"])
-        assert policy.is_file() and policy.parent.parent.name == "trials" and len(t.user_attrs["train_curve"]) == 4
+        assert (
+            policy.is_file()
+            and policy.parent.parent.name == "trials"
+            and len(t.user_attrs["train_curve"]) == 4
+        )
         assert t.user_attrs["method_args"]["budget"] == t.params["budget"] and len(t.values) == 2
     runs = read_runs(f"sqlite:///{out / 'mlflow.db'}", "debate-sweep-studies")
     parent = next(r for r in runs if r["tags"].get("debate_sweep.role") == "study")
     children = [r for r in runs if r["parent_run_id"] == parent["run_id"]]
     assert len(children) == 3
     trained = [c for c in children if "objective.accuracy" in c["metrics"]]
-    assert trained and all("reward.alpha_sparsity" in c["params"] and "train_curve" in c["metrics"] for c in trained)
+    assert trained and all(
+        "reward.alpha_sparsity" in c["params"] and "train_curve" in c["metrics"] for c in trained
+    )
     assert all(c["params"]["method.args.checkpoint"].endswith("policy.npz") for c in trained)
     capsys.readouterr()
     assert main(["study", str(path)]) == 0  # finished: nothing trained or run again
     assert "episodes: 0 run now; trials finished here: 0" in capsys.readouterr().err
     assert main(["study", str(path), "--best"]) == 0
     best = yaml.safe_load((out / "best.yaml").read_text())
-    tuned = [m for m in best["methods"] if isinstance(m, dict) and m["name"] == "rumad" and m["args"].get("checkpoint")]
+    tuned = [
+        m
+        for m in best["methods"]
+        if isinstance(m, dict) and m["name"] == "rumad" and m["args"].get("checkpoint")
+    ]
     assert tuned and all(m["args"]["checkpoint"].endswith("policy.npz") for m in tuned)
 
 
@@ -168,7 +199,9 @@ def test_a_cpp_space_splits_into_reward_pg_and_router_arguments(tmp_path: Path) 
     path = write(tmp_path, CPP_SPACE, CPP_TRAIN, method={"name": "cpp"})
     setup = load_study(path)
     assert setup.training is not None and setup.training.algorithm == "pg"
-    trial = setup.training.with_params({"k": -0.5, "gamma": 0.7, "lr": 1e-3, "threshold": 0.6}, str(tmp_path / "t"))
+    trial = setup.training.with_params(
+        {"k": -0.5, "gamma": 0.7, "lr": 1e-3, "threshold": 0.6}, str(tmp_path / "t")
+    )
     assert trial.rewards.k == -0.5 and trial.rewards.gamma == 0.7 and trial.cfg.pg.lr == 1e-3
     assert trial.cfg.method.args == {"threshold": 0.6}
     bad = {**CPP_SPACE, "params": {"entropy_decay": {"type": "float", "low": 0.5, "high": 1.5}}}
@@ -188,10 +221,16 @@ def test_a_cpp_trial_trains_to_the_end_and_hands_back_its_policy(tmp_path: Path)
     setup = load_study(write(tmp_path, CPP_SPACE, CPP_TRAIN, method={"name": "cpp"}))
     assert setup.training is not None and setup.cfg.train is not None
     specs = {m: setup.base.models[m] for m in set(setup.base.team())}
-    agents = build_agents(specs, {m: build_backend(s.engine, m, dict(s.args)) for m, s in specs.items()}, None)
+    agents = build_agents(
+        specs, {m: build_backend(s.engine, m, dict(s.args)) for m, s in specs.items()}, None
+    )
     trial = optuna.create_study(directions=["maximize", "minimize"]).ask()
     params = {"k": 0.2, "gamma": 0.8, "lr": 1e-3, "threshold": 0.5}
-    got = asyncio.run(train_trial(setup.cfg.train, setup.training, tmp_path / "out", trial, params, agents, Console(quiet=True)))
+    got = asyncio.run(
+        train_trial(
+            setup.cfg.train, setup.training, tmp_path / "out", trial, params, agents, Console(quiet=True)
+        )
+    )
     assert got is not None and Path(got).is_file()  # a finished training is not taken for a pruned one
     assert len(trial.user_attrs["train_curve"]) == 2 and trial.user_attrs["reward"]["k"] == 0.2
 
@@ -212,7 +251,9 @@ def test_a_trials_training_dir_is_owned_while_it_trains(tmp_path: Path) -> None:
     held = own_dir(trial_dir, "train", "someone else")  # e.g. `sweep train --out` on the trial's dir
     try:
         trial = optuna.create_study(directions=["maximize", "minimize"]).ask()
-        run = train_trial(setup.cfg.train, setup.training, tmp_path / "out", trial, params, {}, Console(quiet=True))
+        run = train_trial(
+            setup.cfg.train, setup.training, tmp_path / "out", trial, params, {}, Console(quiet=True)
+        )
         with pytest.raises(OutputBusy, match=f"output_dir {trial_dir}: in use"):
             asyncio.run(run)
     finally:

@@ -222,7 +222,11 @@ def test_a_study_refuses_an_output_dir_holding_a_sweep_or_one_it_cannot_write(
     assert main(["study", str(path), "--out", str(below_a_file), "--no-tracking"]) == 2
     err = capsys.readouterr().err
     # the wording is sweep.paths' (which path it names, the dir or the file below it, is its to say)
-    assert err.startswith("error: output_dir: cannot ") and str(tmp_path / "a-file") in err and err.count("\n") == 1
+    assert (
+        err.startswith("error: output_dir: cannot ")
+        and str(tmp_path / "a-file") in err
+        and err.count("\n") == 1
+    )
 
 
 @pytest.mark.parametrize("name", ["../../x", "a/b", "..", "tab\there"])

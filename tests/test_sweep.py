@@ -145,7 +145,11 @@ def test_whole_sweep_writes_the_results_contract_and_mlflow(tmp_path: Path, ray_
     assert history(fixed) == [3, 3]
     # The parent's aggregated table: every method x dataset, accuracy mean ± std over the two seeds.
     # (read as a file: MlflowClient.load_table looks the artifact up through the default tracking URI)
-    raw = json.loads(Path(client.download_artifacts(outcome.parent_run_id, "results_table.json", str(tmp_path))).read_text())
+    raw = json.loads(
+        Path(
+            client.download_artifacts(outcome.parent_run_id, "results_table.json", str(tmp_path))
+        ).read_text()
+    )
     table = [dict(zip(raw["columns"], values, strict=True)) for values in raw["data"]]
     assert sorted(r["method_label"] for r in table) == ["cot", "cot_sc(m=3)", "fixed(topology=clique)"]
     for row in table:

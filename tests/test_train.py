@@ -145,10 +145,15 @@ def test_a_resumed_training_ends_where_an_uninterrupted_one_does(tmp_path: Path)
 def test_the_mean_policy_is_evaluated_and_the_best_kept(tmp_path: Path) -> None:
     out = train_here(write(tmp_path, eval_every=1, eval_episodes=4), "ppo.updates=3")
     evals = [h["eval.return"] for h in out.history]
-    assert all(k in out.history[0] for k in ("eval.accuracy", "eval.tokens_per_task", "eval.activations", "eval.reward.accuracy"))
+    assert all(
+        k in out.history[0]
+        for k in ("eval.accuracy", "eval.tokens_per_task", "eval.activations", "eval.reward.accuracy")
+    )
     best = ckpt.load(str(out.best))
     assert best.provenance["update"] == max(range(1, 4), key=lambda u: (evals[u - 1], u))
-    plain = train_here(write(tmp_path), "ppo.updates=3", out=tmp_path / "plain")  # evaluating changes nothing else
+    plain = train_here(
+        write(tmp_path), "ppo.updates=3", out=tmp_path / "plain"
+    )  # evaluating changes nothing else
     assert same_weights(plain.policy, out.policy) and plain.best is None
 
 
@@ -223,8 +228,13 @@ def kill_mid_training(cmd: list[str], out: Path) -> None:
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_sigkill_mid_training_then_rerun_resumes_to_the_same_policy(tmp_path: Path, ray_head: RayHead) -> None:
-    base = {**BASE, "models": {m: {**s, "args": {**s["args"], "latency_s": 0.1}} for m, s in BASE["models"].items()}}
+def test_sigkill_mid_training_then_rerun_resumes_to_the_same_policy(
+    tmp_path: Path, ray_head: RayHead
+) -> None:
+    base = {
+        **BASE,
+        "models": {m: {**s, "args": {**s["args"], "latency_s": 0.1}} for m, s in BASE["models"].items()},
+    }
     path = write(tmp_path, base=base, ppo={**TRAIN["ppo"], "updates": 8})
     cmd = sweep_cmd("train", str(path), "--address", ray_head.address, "--no-tracking")
     kill_mid_training(cmd, tmp_path / "out")
@@ -235,12 +245,16 @@ def test_sigkill_mid_training_then_rerun_resumes_to_the_same_policy(tmp_path: Pa
     assert f"resumed from update {done}" in proc.stderr
     resumed = ckpt.load(str(tmp_path / "out" / "policy.npz"))
     straight = train_here(path, out=tmp_path / "straight")  # in-process, never interrupted
-    assert same_weights(tmp_path / "out" / "policy.npz", straight.policy) and resumed.provenance["update"] == 8
+    assert (
+        same_weights(tmp_path / "out" / "policy.npz", straight.policy) and resumed.provenance["update"] == 8
+    )
 
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_sweep_run_evaluates_a_checkpoint_with_the_same_episodes_twice(tmp_path: Path, ray_driver: RayHead) -> None:
+def test_sweep_run_evaluates_a_checkpoint_with_the_same_episodes_twice(
+    tmp_path: Path, ray_driver: RayHead
+) -> None:
     from sweep.config import validate
     from sweep.runner import run_sweep
 
@@ -248,7 +262,10 @@ def test_sweep_run_evaluates_a_checkpoint_with_the_same_episodes_twice(tmp_path:
     other = train_here(write(tmp_path), "ppo.updates=1", "ppo.seed=1", out=tmp_path / "other").policy
 
     def evaluate(out: str, *refs: Path) -> pl.DataFrame:
-        methods = [{"name": "rumad", "args": {"checkpoint": str(r), "budget": 3, "prompt_style": "rumad"}} for r in refs]
+        methods = [
+            {"name": "rumad", "args": {"checkpoint": str(r), "budget": 3, "prompt_style": "rumad"}}
+            for r in refs
+        ]
         cfg = validate({
             **{k: v for k, v in BASE.items() if k != "methods"}, "output_dir": str(tmp_path / out),
             "datasets": [{"name": "arith", "split": "test", "limit": 4}], "seeds": [3], "methods": methods,
@@ -256,11 +273,16 @@ def test_sweep_run_evaluates_a_checkpoint_with_the_same_episodes_twice(tmp_path:
         })  # fmt: skip
         run_sweep(cfg)
         turns = pl.read_parquet(tmp_path / out / "turns" / "*.parquet")
-        return turns.select("episode_id", "round", "agent", "text", "prompt_tokens").sort("episode_id", "round", "agent")
+        return turns.select("episode_id", "round", "agent", "text", "prompt_tokens").sort(
+            "episode_id", "round", "agent"
+        )
 
     both, again = evaluate("a", policy, other), evaluate("b", policy)
     ids = set(again["episode_id"])
-    assert both.filter(pl.col("episode_id").is_in(ids)).equals(again) and again.filter(pl.col("round") > 0).height > 0
+    assert (
+        both.filter(pl.col("episode_id").is_in(ids)).equals(again)
+        and again.filter(pl.col("round") > 0).height > 0
+    )
     assert both["episode_id"].n_unique() == 2 * len(ids)  # the other checkpoint: other ids
     rounds = pl.read_parquet(tmp_path / "b" / "rounds" / "*.parquet").filter(pl.col("round") > 0)
     assert all('"mode":"mean"' in d for d in rounds["decision"].to_list())

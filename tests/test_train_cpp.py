@@ -24,8 +24,18 @@ from sweep.train.config import TrainSetup, load_train
 
 BASE: dict[str, Any] = {
     "models": {
-        "strong": {"engine": "simulated", "args": {"skill": 0.8, "verbosity": 4}, "price_in": 2.0, "price_out": 8.0},
-        "cheap": {"engine": "simulated", "args": {"skill": 0.4, "verbosity": 8}, "price_in": 0.1, "price_out": 0.4},
+        "strong": {
+            "engine": "simulated",
+            "args": {"skill": 0.8, "verbosity": 4},
+            "price_in": 2.0,
+            "price_out": 8.0,
+        },
+        "cheap": {
+            "engine": "simulated",
+            "args": {"skill": 0.4, "verbosity": 8},
+            "price_in": 0.1,
+            "price_out": 0.4,
+        },
     },
     "agents": [{"model": "strong"}, {"model": "cheap", "count": 2}],
     "datasets": [{"name": "arith", "split": "train", "limit": 12}],
@@ -56,7 +66,9 @@ def write(tmp: Path, **train_cfg: Any) -> Path:
 
 def agents_for(setup: TrainSetup) -> dict[str, Any]:
     specs = {m: setup.base.models[m] for m in set(setup.base.team())}
-    return build_agents(specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None)
+    return build_agents(
+        specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None
+    )
 
 
 def run(path: Path, *sets: str, **kw: Any) -> Any:
@@ -99,7 +111,11 @@ def test_a_training_runs_the_schedule_and_keeps_the_validation_statistics(tmp_pa
     assert "eval.accuracy" in h[1] and "eval.accuracy" not in h[0]
     loaded = ckpt.load(str(out.policy))
     arch = PruningArch.from_dict(loaded.arch)
-    assert arch.seat_models == ("strong", "cheap", "cheap") and [len(x) for x in arch.output_lengths] == [3, 3, 3]
+    assert arch.seat_models == ("strong", "cheap", "cheap") and [len(x) for x in arch.output_lengths] == [
+        3,
+        3,
+        3,
+    ]
     assert min(arch.output_lengths[1]) > max(arch.output_lengths[0]) / 4  # verbose seats write more
     assert loaded.weights["behaviour"].shape == (3, 384)
     assert (tmp_path / "out" / "checkpoints" / "best.npz").is_file()
@@ -163,7 +179,9 @@ def test_returns_of_the_batch_are_the_trajectorys(tmp_path: Path) -> None:
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_sweep_train_on_ray_logs_one_mlflow_run_and_sweep_run_evaluates_the_policy(tmp_path: Path, ray_driver: Any) -> None:
+def test_sweep_train_on_ray_logs_one_mlflow_run_and_sweep_run_evaluates_the_policy(
+    tmp_path: Path, ray_driver: Any
+) -> None:
     from sweep.cli import main
 
     path = write(tmp_path, tracking={"enabled": True})
@@ -171,9 +189,15 @@ def test_sweep_train_on_ray_logs_one_mlflow_run_and_sweep_run_evaluates_the_poli
     import mlflow
 
     runs = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}").search_runs(
-        [mlflow.MlflowClient(f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}").get_experiment_by_name("debate-sweep-training").experiment_id]
+        [
+            mlflow.MlflowClient(f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}")
+            .get_experiment_by_name("debate-sweep-training")
+            .experiment_id
+        ]
     )
-    assert len(runs) == 1 and {"kept_edges", "k", "entropy_coef", "eval.accuracy"} <= set(runs[0].data.metrics)
+    assert len(runs) == 1 and {"kept_edges", "k", "entropy_coef", "eval.accuracy"} <= set(
+        runs[0].data.metrics
+    )
     sweep = {**BASE, "datasets": [{"name": "arith", "split": "test", "limit": 3}], "output_dir": str(tmp_path / "eval"),
              "methods": [{"name": "cpp", "args": {"checkpoint": str(tmp_path / "out" / "policy.npz"), "truncate": 0.9}}]}  # fmt: skip
     (tmp_path / "eval.yaml").write_text(yaml.safe_dump(sweep))
@@ -187,7 +211,14 @@ def test_sweep_train_on_ray_logs_one_mlflow_run_and_sweep_run_evaluates_the_poli
 
 def test_training_learns_what_its_reward_asks(tmp_path: Path) -> None:
     """k = -1 punishes keeping a response an agent needed no help with: the keep rate must fall."""
-    sets = ["reward.k=-1", "pg.first_stage_updates=0", "pg.updates=12", "pg.episodes_per_update=8", "pg.lr=3e-3", "eval_every=0"]
+    sets = [
+        "reward.k=-1",
+        "pg.first_stage_updates=0",
+        "pg.updates=12",
+        "pg.episodes_per_update=8",
+        "pg.lr=3e-3",
+        "eval_every=0",
+    ]
     h = run(write(tmp_path), *sets).history
     first, last = np.mean([x["keep_rate"] for x in h[:3]]), np.mean([x["keep_rate"] for x in h[-3:]])
     assert last < first - 0.1, (first, last)

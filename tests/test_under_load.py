@@ -49,7 +49,19 @@ def test_timing_sensitive_files_pass_with_every_core_busy(busy_cores: list[int])
     # The 10,000-output hostile sweep (minutes) is left out: its CPU budget is per check, which
     # tests/test_math_under_load.py already holds under load.
     skip = "not test_hostile_outputs_never_crash_and_stay_fast"
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not ray", "-k", skip, *files]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "not ray",
+        "-k",
+        skip,
+        *files,
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout and " failed" not in proc.stdout

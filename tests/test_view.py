@@ -128,7 +128,9 @@ def test_an_episode_shows_its_parquet_rows(server: str, sim_out: Path) -> None:
         }
         assert {(e["source"], e["target"]) for e in r["edges"]} == seen
         # the stored decision's edges from round 1 on; round 0 has no decision (read from the turns)
-        assert r["graph_from"] == ("turns" if r["round"] == 0 else "rounds") and (r["round"] == 0) == (not seen)
+        assert r["graph_from"] == ("turns" if r["round"] == 0 else "rounds") and (r["round"] == 0) == (
+            not seen
+        )
     assert {s["method_label"] for s in d["siblings"]} == {
         "cot",
         "cot_sc(m=5)",
@@ -164,7 +166,9 @@ def test_opening_an_episode_reads_only_its_own_part(sim_out: Path, monkeypatch: 
     view = ViewData([sim_out])
     read: list[str] = []
     original = pl.scan_parquet
-    monkeypatch.setattr(pl, "scan_parquet", lambda path, **kw: read.append(Path(path).parent.name) or original(path, **kw))
+    monkeypatch.setattr(
+        pl, "scan_parquet", lambda path, **kw: read.append(Path(path).parent.name) or original(path, **kw)
+    )
     eid = view.index["episode_id"][-1]
     assert view.episode(eid) is not None
     assert sorted(read) == ["rounds", "turns"]

@@ -25,7 +25,17 @@ from torch.distributions import Beta, Distribution, Normal
 
 from debate.policies.arch import HEADS, PolicyArch, edge_index
 
-__all__ = ["HEADS", "ActorCritic", "PolicyArch", "build", "draw", "edge_index", "load_weights", "to_weights", "weights_of"]
+__all__ = [
+    "HEADS",
+    "ActorCritic",
+    "PolicyArch",
+    "build",
+    "draw",
+    "edge_index",
+    "load_weights",
+    "to_weights",
+    "weights_of",
+]
 
 BETA_EPS = 1e-6  # Beta actions are kept off 0 and 1, where the log-density is infinite
 

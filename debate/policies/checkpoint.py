@@ -52,7 +52,9 @@ class Checkpoint:
     digest: str
 
 
-def content_hash(arch: Mapping[str, Any], weights: Mapping[str, np.ndarray], provenance: Mapping[str, Any]) -> str:
+def content_hash(
+    arch: Mapping[str, Any], weights: Mapping[str, np.ndarray], provenance: Mapping[str, Any]
+) -> str:
     """A hex digest of everything a checkpoint holds (names, dtypes, shapes and bytes of the weights)."""
     h = hashlib.blake2b(digest_size=16)
     h.update(canonical_json({"format": FORMAT, "arch": arch, "provenance": provenance}).encode())
@@ -64,7 +66,10 @@ def content_hash(arch: Mapping[str, Any], weights: Mapping[str, np.ndarray], pro
 
 
 def save_checkpoint(
-    path: str | Path, arch: Mapping[str, Any], weights: Mapping[str, np.ndarray], provenance: Mapping[str, Any]
+    path: str | Path,
+    arch: Mapping[str, Any],
+    weights: Mapping[str, np.ndarray],
+    provenance: Mapping[str, Any],
 ) -> str:
     """Write a checkpoint atomically (temp file, then rename); returns its content hash."""
     path = Path(path)

@@ -32,13 +32,17 @@ class Controller:
     def arch(self) -> PolicyArch:
         return self.module.arch
 
-    def act(self, obs: Observation, rng: np.random.Generator, sample: bool) -> tuple[np.ndarray, dict[str, Any]]:
+    def act(
+        self, obs: Observation, rng: np.random.Generator, sample: bool
+    ) -> tuple[np.ndarray, dict[str, Any]]:
         """Edge weights w[s, t] (n, n; zero diagonal) and the record of the action: drawn from the
         policy with `rng` when `sample`, else the distribution's mean (no draw)."""
         head_kind = self.arch.head
         with torch.no_grad():
             head, value = self.module(
-                torch.from_numpy(obs.agents)[None], torch.from_numpy(obs.pairs)[None], torch.from_numpy(obs.glob)[None]
+                torch.from_numpy(obs.agents)[None],
+                torch.from_numpy(obs.pairs)[None],
+                torch.from_numpy(obs.glob)[None],
             )
             dist = self.module.distribution(head[0])
             action = draw(dist, head_kind, rng) if sample else dist.mean.numpy().astype(np.float32)

@@ -64,7 +64,11 @@ def build(arch: PruningArch, seed: int, behaviour: np.ndarray | None = None) -> 
         net = PruningNet(arch)
     with torch.no_grad():
         nn.init.normal_(net.w_s.weight, std=0.01, generator=gen)
-        init = torch.randn(arch.n_agents, arch.dim, generator=gen) if behaviour is None else torch.as_tensor(behaviour)
+        init = (
+            torch.randn(arch.n_agents, arch.dim, generator=gen)
+            if behaviour is None
+            else torch.as_tensor(behaviour)
+        )
         net.behaviour.copy_(init.float())
     return net
 
@@ -89,7 +93,9 @@ class Pruner:
 
     def probs(self, agents: np.ndarray, q: np.ndarray, r: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            logits = self.net(torch.as_tensor(agents, dtype=torch.long), torch.as_tensor(q), torch.as_tensor(r))
+            logits = self.net(
+                torch.as_tensor(agents, dtype=torch.long), torch.as_tensor(q), torch.as_tensor(r)
+            )
         return torch.sigmoid(logits).numpy().astype(np.float64)
 
 

@@ -51,7 +51,9 @@ class Observation:
     def from_record(cls, record: dict[str, Any]) -> Observation:
         """The observation a decision record holds (arrays, or the lists of its stored JSON)."""
         f = np.float32
-        return cls(np.asarray(record["agents"], f), np.asarray(record["pairs"], f), np.asarray(record["global"], f))
+        return cls(
+            np.asarray(record["agents"], f), np.asarray(record["pairs"], f), np.asarray(record["global"], f)
+        )
 
 
 def activations(state: DebateState) -> np.ndarray:

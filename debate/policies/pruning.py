@@ -40,7 +40,9 @@ class PruningArch:
     def caps(self, quantile: float) -> dict[int, int]:
         """Seat -> output cap: the `quantile` of its validation output lengths (rounded up)."""
         if not self.output_lengths:
-            raise ValueError("cpp: truncation needs a checkpoint with validation output lengths (sweep train writes them)")
+            raise ValueError(
+                "cpp: truncation needs a checkpoint with validation output lengths (sweep train writes them)"
+            )
         return {
             i: max(1, math.ceil(float(np.quantile(np.asarray(lengths, dtype=float), quantile))))
             for i, lengths in enumerate(self.output_lengths)
@@ -55,7 +57,9 @@ class PruningArch:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PruningArch:
         if d.get("kind") != KIND:
-            raise ValueError(f"not a CPP policy checkpoint (kind {d.get('kind')!r}); sweep train with method cpp writes them")
+            raise ValueError(
+                f"not a CPP policy checkpoint (kind {d.get('kind')!r}); sweep train with method cpp writes them"
+            )
         d = dict(d)
         d["seat_models"] = tuple(d.get("seat_models", ()))
         d["output_lengths"] = tuple(tuple(int(v) for v in x) for x in d.get("output_lengths", ()))

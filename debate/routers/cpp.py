@@ -40,7 +40,9 @@ MAX_RESPONSE_CHARS = 1200  # what of one response is embedded (the prompts show 
 
 def _update_only(args: Mapping[str, Any]) -> None:
     if args.get("protocol") != "update":
-        raise ValueError("method cpp: each agent's kept responses are its update prompt; use protocol 'update'")
+        raise ValueError(
+            "method cpp: each agent's kept responses are its update prompt; use protocol 'update'"
+        )
 
 
 def response_text(view: View, author: int) -> str:
@@ -103,7 +105,9 @@ def truncation(params: CppRouter, policy: Any, state: DebateState, r: int) -> De
     """Round 0's decision when its outputs are capped (None otherwise): no edges, the caps."""
     if not params.truncate or (state.rounds is not None and r >= state.rounds):
         return None
-    return Decision(Graph(state.n), max_tokens=_caps(params, policy, state.n), record={"truncate": params.truncate})
+    return Decision(
+        Graph(state.n), max_tokens=_caps(params, policy, state.n), record={"truncate": params.truncate}
+    )
 
 
 def _caps(params: CppRouter, policy: Any, n: int) -> dict[int, int]:
@@ -113,7 +117,9 @@ def _caps(params: CppRouter, policy: Any, n: int) -> dict[int, int]:
     return caps
 
 
-async def decide(params: CppRouter, policy: Any, state: DebateState, rng: np.random.Generator, sample: bool) -> Decision:
+async def decide(
+    params: CppRouter, policy: Any, state: DebateState, rng: np.random.Generator, sample: bool
+) -> Decision:
     """One round of CPP with `policy` (a `debate.policies.fuseglu.Pruner`): each agent's decisions,
     position by position, all agents together (one encoder batch per position)."""
     from debate.encoders import encoder_for
@@ -130,7 +136,9 @@ async def decide(params: CppRouter, policy: Any, state: DebateState, rng: np.ran
     logp = 0.0
     for k in range(n):
         cand = [order(i, n)[k] for i in range(n)]
-        queries[:, k] = await encoder.embed([query_text(state.question, [texts[j] for j in kept[i]]) for i in range(n)])
+        queries[:, k] = await encoder.embed(
+            [query_text(state.question, [texts[j] for j in kept[i]]) for i in range(n)]
+        )
         p = policy.probs(np.arange(n), queries[:, k], responses[cand])
         for i in range(n):
             take = bool(rng.random() < p[i]) if sample else bool(p[i] >= params.threshold)

@@ -58,4 +58,3 @@ class RandomRouter:
             for s in rng.choice(others, size=k, replace=False) if k else []:
                 edges.append((int(s), t))
         return everyone(Graph(n, edges))
-

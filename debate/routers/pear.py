@@ -114,7 +114,9 @@ class Pool:
 def needs_verdicts(args: Mapping[str, Any]) -> None:
     """`influence: accept` reads critique verdicts, which only `critique_revise` has."""
     if args["influence"] == "accept" and args["protocol"] != "critique_revise":
-        raise ValueError("pear: influence 'accept' reads critique verdicts; it needs protocol critique_revise")
+        raise ValueError(
+            "pear: influence 'accept' reads critique verdicts; it needs protocol critique_revise"
+        )
 
 
 @method(
@@ -222,4 +224,3 @@ class PearRouter:
             "candidate": j, "T": float(t[j]), "I": float(i[j]), "L": float(low[j]), "S": float(s[j]),
         }  # fmt: skip
         return Decision(pool.graph(j), record=record)
-

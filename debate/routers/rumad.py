@@ -50,7 +50,10 @@ def dual_threshold(
         qualified = sorted(qualified, key=lambda t: (-strongest[t], t))[: max(0, budget_left)]
     active = frozenset(qualified)
     visible = {
-        (s, t): float(weights[s, t]) for t in sorted(active) for s in range(n) if s != t and weights[s, t] >= theta_vis
+        (s, t): float(weights[s, t])
+        for t in sorted(active)
+        for s in range(n)
+        if s != t and weights[s, t] >= theta_vis
     }
     return active, visible
 
@@ -93,7 +96,9 @@ def budget_left(params: RumadRouter, state: DebateState) -> int | None:
     return max(0, params.budget - int(activations(state).sum())) if params.activation else None
 
 
-def decide(params: RumadRouter, controller: Any, state: DebateState, rng: np.random.Generator, sample: bool) -> Decision:
+def decide(
+    params: RumadRouter, controller: Any, state: DebateState, rng: np.random.Generator, sample: bool
+) -> Decision:
     """One round of RUMAD routing with `controller` (a `debate.policies.controller.Controller`)."""
     n = state.n
     left = budget_left(params, state)

@@ -35,7 +35,9 @@ STRUCTURES = ("star", "ring")
 
 def ring_edges(n: int, degree: int) -> set[tuple[int, int]]:
     """Agent i sees i±1 .. i±degree (mod n), never itself."""
-    return {((t + d) % n, t) for t in range(n) for k in range(1, degree + 1) for d in (k, -k) if (t + d) % n != t}
+    return {
+        ((t + d) % n, t) for t in range(n) for k in range(1, degree + 1) for d in (k, -k) if (t + d) % n != t
+    }
 
 
 @method("smad", summary="sparse MAD: a fixed star or undirected ring")
@@ -50,7 +52,9 @@ class SparseRouter:
 
     def __post_init__(self) -> None:
         if self.structure not in STRUCTURES:
-            raise ValueError(f"smad: structure must be one of {', '.join(STRUCTURES)}, got '{self.structure}'")
+            raise ValueError(
+                f"smad: structure must be one of {', '.join(STRUCTURES)}, got '{self.structure}'"
+            )
         if self.degree < 1 or self.hub < 0:
             raise ValueError("smad: degree must be >= 1 and hub >= 0")
 

@@ -11,11 +11,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from debate.spec import Registry, closest, stable_hash
+from debate.spec import closest, stable_hash
 from search_spaces import SearchSpace, SpaceError, find_space, parse_space
 from sweep.config import SweepConfig, Tracking, apply_override, check_places, one_line, read_yaml, validate
 from sweep.errors import ConfigError, model_or_error
 from sweep.fields import Large, PlainName, Seconds, Small
+from sweep.study.samplers import PRUNERS, SAMPLERS
 from sweep.study.spaces import check_method
 from sweep.study.training import TrainSpec, load_training
 from sweep.train.config import TrainSetup
@@ -29,79 +30,6 @@ OBJECTIVES: dict[str, tuple[Direction, str]] = {
     "cost": ("minimize", "cost_per_task"),
     "calls": ("minimize", "calls_per_task"),
 }
-
-SAMPLERS: Registry[Any] = Registry("sampler")
-PRUNERS: Registry[Any] = Registry("pruner")
-
-
-@SAMPLERS.register("tpe")
-def tpe(
-    seed: int | None = 0,
-    n_startup_trials: int = 10,
-    n_ei_candidates: int = 24,
-    multivariate: bool | None = None,
-    group: bool = False,
-    constant_liar: bool = True,  # trials run in flight at once: keep them from piling on one point
-) -> Any:
-    """Optuna's TPESampler (single- and multi-objective); the default."""
-    kwargs = dict(locals())  # before the import below adds a local
-    import optuna
-
-    return optuna.samplers.TPESampler(**kwargs)
-
-
-@SAMPLERS.register("nsga2")
-def nsga2(
-    seed: int | None = 0, population_size: int = 20, crossover_prob: float = 0.9, swapping_prob: float = 0.5
-) -> Any:
-    """Optuna's NSGAIISampler: multi-objective (Pareto) search."""
-    kwargs = dict(locals())
-    import optuna
-
-    return optuna.samplers.NSGAIISampler(**kwargs)
-
-
-@SAMPLERS.register("cmaes")
-def cmaes(
-    seed: int | None = 0,
-    n_startup_trials: int = 1,
-    sigma0: float | None = None,
-    with_margin: bool = False,
-    warn_independent_sampling: bool = False,  # categoricals fall back to random sampling by design
-) -> Any:
-    """Optuna's CmaEsSampler (single objective; needs the `cmaes` package)."""
-    kwargs = dict(locals())
-    import optuna
-
-    return optuna.samplers.CmaEsSampler(**kwargs)
-
-
-@SAMPLERS.register("random")
-def random_sampler(seed: int | None = 0) -> Any:
-    """Optuna's RandomSampler: a baseline for the others."""
-    import optuna
-
-    return optuna.samplers.RandomSampler(seed=seed)
-
-
-@PRUNERS.register("wilcoxon")
-def wilcoxon(p_threshold: float = 0.1, n_startup_steps: int = 2) -> Any:
-    """Optuna's WilcoxonPruner over per-episode correctness (one step per episode of the trial)."""
-    import warnings
-
-    import optuna
-
-    with warnings.catch_warnings():  # "experimental since 3.6": said once here, not on every run
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        return optuna.pruners.WilcoxonPruner(p_threshold=p_threshold, n_startup_steps=n_startup_steps)
-
-
-@PRUNERS.register("median")
-def median(n_startup_trials: int = 5, n_warmup_steps: int = 0) -> Any:
-    """Optuna's MedianPruner over the per-episode correctness steps."""
-    import optuna
-
-    return optuna.pruners.MedianPruner(n_startup_trials=n_startup_trials, n_warmup_steps=n_warmup_steps)
 
 
 class _Strict(BaseModel):
@@ -167,7 +95,9 @@ class StudyConfig(_Strict):
         if multi and self.sampler.name == "cmaes":
             raise ValueError("sampler: cmaes is single-objective; use tpe or nsga2 for several objectives")
         if self.train is not None and self.pruner is not None:
-            raise ValueError("pruner: trials that train are pruned on their training curve; drop pruner, set train.prune_*")
+            raise ValueError(
+                "pruner: trials that train are pruned on their training curve; drop pruner, set train.prune_*"
+            )
         return self
 
     def directions(self) -> list[Direction]:
@@ -200,7 +130,11 @@ class StudySetup:
         base = self.base.model_dump(
             mode="json", exclude={"methods", "output_dir", "tracking", "ray", "concurrency", "cache", "name"}
         )
-        keep: dict[str, Any] = {"base": base, "method": self.cfg.method.model_dump(), "space": self.space.to_dict()}
+        keep: dict[str, Any] = {
+            "base": base,
+            "method": self.cfg.method.model_dump(),
+            "space": self.space.to_dict(),
+        }
         keep["objectives"] = self.cfg.objectives
         if self.training is not None:  # absent otherwise: the fingerprints of existing studies stay
             keep["train"] = [self.training.fingerprint(), self.cfg.train and self.cfg.train.model_dump()]
@@ -247,7 +181,11 @@ def load_study(
         raise ConfigError(f"search_space: {type(e).__name__}: {str(e)[:200]}; check its params") from None
     base = _base_sweep(cfg, p.parent)
     _check_split(base, cfg.allow_test_split)
-    training = load_training(cfg.train, p.parent, base, cfg.method.name, cfg.method.args, space) if cfg.train else None
+    training = (
+        load_training(cfg.train, p.parent, base, cfg.method.name, cfg.method.args, space)
+        if cfg.train
+        else None
+    )
     setup = StudySetup(cfg, base, space, p, training)
     check_places(base, {"tracking.uri": cfg.tracking.uri, "storage": cfg.storage and setup.storage_url()})
     return setup

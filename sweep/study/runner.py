@@ -147,7 +147,13 @@ class StudyRunner:
             params = sample(self.setup.space, trial)
             if self.setup.training is not None and self.setup.cfg.train is not None:  # train, then evaluate
                 policy = await train_trial(
-                    self.setup.cfg.train, self.setup.training, self.setup.out, trial, params, self.agents, self.console
+                    self.setup.cfg.train,
+                    self.setup.training,
+                    self.setup.out,
+                    trial,
+                    params,
+                    self.agents,
+                    self.console,
                 )
                 if policy is None:
                     self._tell(trial, TrialState.PRUNED, None)

@@ -23,7 +23,7 @@ from optuna.distributions import BaseDistribution
 from optuna.samplers import BaseSampler
 from optuna.trial import FrozenTrial, TrialState
 
-from sweep.study.config import SAMPLERS
+from sweep.study.samplers import SAMPLERS
 
 SLOT = "sweep:slot"  # system attr of a fresh trial: its slot
 RETRY_OF = "retry_of"  # user attr of a retry: the number of the trial it repeats (the first one)

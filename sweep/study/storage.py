@@ -22,7 +22,8 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, Trial, TrialState
 
 from sweep.config import ConfigError
-from sweep.study.config import PRUNERS, StudySetup
+from sweep.study.config import StudySetup
+from sweep.study.samplers import PRUNERS
 from sweep.study.seeding import ABANDONED, KILLS, RETRY_OF, SlotSampler
 
 

@@ -178,9 +178,16 @@ class StudyTracker:
             TAG_STATE: t.state.name,
         }
         run = self.client.create_run(self._t.experiment_id, tags=tags, run_name=f"trial {t.number}")
-        args = t.user_attrs.get("method_args") or {**self.fixed, **t.params}  # a trained trial: its checkpoint
+        args = t.user_attrs.get("method_args") or {
+            **self.fixed,
+            **t.params,
+        }  # a trained trial: its checkpoint
         params = flatten_params(
-            {"method": {"name": self.method, "args": args}, "trial": {"number": t.number}, "reward": t.user_attrs.get("reward", {})}
+            {
+                "method": {"name": self.method, "args": args},
+                "trial": {"number": t.number},
+                "reward": t.user_attrs.get("reward", {}),
+            }
         )
         now = int(time.time() * 1000)
         metrics = [
@@ -190,7 +197,10 @@ class StudyTracker:
             Metric("accuracy_round", float(v), now, r)
             for r, v in enumerate(t.user_attrs.get("accuracy_round", []))
         ]
-        metrics += [Metric("train_curve", float(v), now, k + 1) for k, v in enumerate(t.user_attrs.get("train_curve", []))]
+        metrics += [
+            Metric("train_curve", float(v), now, k + 1)
+            for k, v in enumerate(t.user_attrs.get("train_curve", []))
+        ]
         metrics += [
             Metric(f"objective.{o}", float(v), now, 0)
             for o, v in zip(self.objectives, t.values or [], strict=False)

@@ -73,7 +73,9 @@ def load_training(
     except ConfigError as e:
         raise ConfigError(f"train ({spec.config}): {e}") from None
     if setup.cfg.method.name != method:
-        raise ConfigError(f"train.config: it trains '{setup.cfg.method.name}', the study tunes '{method}'; use one method")
+        raise ConfigError(
+            f"train.config: it trains '{setup.cfg.method.name}', the study tunes '{method}'; use one method"
+        )
     for m in set(setup.base.team()):
         if base.models.get(m) != setup.base.models[m]:
             raise ConfigError(
@@ -88,8 +90,12 @@ def load_training(
                 REWARDS[method](**{p.name: value}) if p.name in rk else PGConfig(**{p.name: value})
             except (ValueError, TypeError) as e:
                 what = "the reward" if p.name in rk else "pg"
-                raise ConfigError(f"{space.source}: params.{p.name}: {what} refuses {value!r} ({one(e)}); narrow the range") from None
-    rest = dataclasses.replace(space, params=tuple(p for p in space.params if p.name not in rk and p.name not in pk))
+                raise ConfigError(
+                    f"{space.source}: params.{p.name}: {what} refuses {value!r} ({one(e)}); narrow the range"
+                ) from None
+    rest = dataclasses.replace(
+        space, params=tuple(p for p in space.params if p.name not in rk and p.name not in pk)
+    )
     try:
         check_method(rest, method, fixed)
     except SpaceError as e:
@@ -103,7 +109,11 @@ def trial_training(training: TrainSetup, out: Path, params: dict[str, Any]) -> T
     return training.with_params(params, str(where))
 
 
-TRAINING_KEYS = {*REWARD_KEYS, *reward_keys("cpp"), *PG_TUNED}  # what trained methods' spaces tune besides the router
+TRAINING_KEYS = {
+    *REWARD_KEYS,
+    *reward_keys("cpp"),
+    *PG_TUNED,
+}  # what trained methods' spaces tune besides the router
 
 
 def one(e: Exception) -> str:

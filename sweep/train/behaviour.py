@@ -26,10 +26,15 @@ from sweep.train.config import TrainSetup
 def seats(setup: TrainSetup, agents: Mapping[str, Agent]) -> list[Agent]:
     """The base sweep's team as agents, adversarial seats marked."""
     adversaries = setup.base.adversaries()
-    return [replace(agents[m], adversarial=True) if i in adversaries else agents[m] for i, m in enumerate(setup.base.team())]
+    return [
+        replace(agents[m], adversarial=True) if i in adversaries else agents[m]
+        for i, m in enumerate(setup.base.team())
+    ]
 
 
-async def behaviour(setup: TrainSetup, agents: Mapping[str, Agent]) -> tuple[np.ndarray, tuple[tuple[int, ...], ...]]:
+async def behaviour(
+    setup: TrainSetup, agents: Mapping[str, Agent]
+) -> tuple[np.ndarray, tuple[tuple[int, ...], ...]]:
     """(initial behaviour embeddings (n, dim), each seat's validation output lengths)."""
     cfg, ds = setup.cfg.cpp, setup.base.datasets[0]
     split = cfg.behaviour_split or ds.split
@@ -39,7 +44,9 @@ async def behaviour(setup: TrainSetup, agents: Mapping[str, Agent]) -> tuple[np.
         raise ConfigError(f"cpp.behaviour_split ({ds.name}/{split}): {e}") from None
     team = seats(setup, agents)
     style = setup.method.prompt_style
-    answer = build_method("cot_sc", {"m": len(team), "prompt_style": style})  # round 0 only, one call per seat
+    answer = build_method(
+        "cot_sc", {"m": len(team), "prompt_style": style}
+    )  # round 0 only, one call per seat
     seed, sem = setup.base.seeds[0], asyncio.Semaphore(setup.base.concurrency)
 
     async def one(sample: object) -> list[tuple[int, str, int]]:

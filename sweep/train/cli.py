@@ -25,7 +25,9 @@ _RERUN = "rerun the same command to resume from the last recorded update"
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the `train` subcommand to `sweep`'s subparsers."""
-    s = subparsers.add_parser("train", help="train a router's policy (RUMAD: PPO; CPP: policy gradient) on debate rollouts")
+    s = subparsers.add_parser(
+        "train", help="train a router's policy (RUMAD: PPO; CPP: policy gradient) on debate rollouts"
+    )
     s.add_argument("config", help="training YAML, e.g. examples/train_rumad_simulated.yaml")
     s.add_argument(
         "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -37,7 +39,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )  # fmt: skip
     s.add_argument("--out", help="output dir (overrides output_dir)")
     s.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else a local Ray)")
-    s.add_argument("--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI, else sqlite in --out)")
+    s.add_argument(
+        "--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI, else sqlite in --out)"
+    )
     s.add_argument("--no-tracking", action="store_true", help="skip MLflow")
     s.add_argument("--validate", action="store_true", help="check the training config; run nothing")
     return s
@@ -51,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
 
         build_plan(setup.base)  # the datasets load: a missing file is a config error, before Ray starts
         if args.validate:
-            print(f"ok: {args.config} is a valid training ({setup.cfg.method.name}, fingerprint {setup.fingerprint()})")
+            print(
+                f"ok: {args.config} is a valid training ({setup.cfg.method.name}, fingerprint {setup.fingerprint()})"
+            )
             return 0
         lock = own_dir(setup.out, "train", setup.fingerprint())  # before anything is written
     except ConfigError as e:
@@ -127,7 +133,9 @@ def _run(setup: TrainSetup, args: argparse.Namespace) -> int:
         with EnginePool(setup.base, setup.base.team(), args.address, err) as pool:
             outcome = train(setup, pool.agents, tracker, err)
     except KeyboardInterrupt:
-        err.print("interrupted: the last recorded update is in checkpoints/; rerun the same command to resume")
+        err.print(
+            "interrupted: the last recorded update is in checkpoints/; rerun the same command to resume"
+        )
         return 1
     except state.SaveFailed as e:  # already one line: the file, why, and the update a rerun resumes from
         print(f"error: {e}", file=sys.stderr)
@@ -147,7 +155,9 @@ def _run(setup: TrainSetup, args: argparse.Namespace) -> int:
     if outcome.best is not None:
         evals = [h for h in outcome.history if "eval.return" in h]
         top = max(evals, key=lambda h: h["eval.return"])
-        out.print(f"best evaluated policy: {outcome.best} (update {top['update']:.0f}, eval accuracy {top['eval.accuracy']:.3f})")
+        out.print(
+            f"best evaluated policy: {outcome.best} (update {top['update']:.0f}, eval accuracy {top['eval.accuracy']:.3f})"
+        )
     from sweep.train.next_run import eval_command
 
     out.print(f"evaluate it: {eval_command(setup, outcome.policy)}", highlight=False, markup=False)

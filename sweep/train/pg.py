@@ -111,7 +111,9 @@ def collect(results: list[EpisodeResult], reward: CppReward) -> Actions:
     )  # fmt: skip
 
 
-def pg_update(net: PruningNet, optimizer: torch.optim.Optimizer, batch: Actions, setup: TrainSetup, ent_coef: float) -> dict[str, float]:
+def pg_update(
+    net: PruningNet, optimizer: torch.optim.Optimizer, batch: Actions, setup: TrainSetup, ent_coef: float
+) -> dict[str, float]:
     """One policy-gradient step on the batch (step 4 of the module docstring)."""
     cfg = setup.cfg.pg
     g = batch.returns
@@ -170,10 +172,15 @@ async def _train(
         net = PruningNet(PruningArch.from_dict(loaded.arch))
         load_weights(net, loaded.weights)
         rng.bit_generator.state = resume.rng
-        history, latest = resume.history, (state.checkpoint_dir(setup.out) / resume.policy_file, loaded.digest)
+        history, latest = (
+            resume.history,
+            (state.checkpoint_dir(setup.out) / resume.policy_file, loaded.digest),
+        )
         console.print(f"resumed from update {resume.update} ({resume.policy_file})")
     else:  # 0. behaviour embeddings and output lengths from the validation questions
-        progress.say(f"behaviour embeddings: each seat answers {setup.cfg.cpp.behaviour_items} validation items")
+        progress.say(
+            f"behaviour embeddings: each seat answers {setup.cfg.cpp.behaviour_items} validation items"
+        )
         progress.phase_start("behaviour embeddings", 0)
         embeddings, lengths = await behaviour(setup, agents)
         arch = PruningArch(len(lengths), embeddings.shape[1], setup.cfg.cpp.hidden, setup.cfg.cpp.encoder,
@@ -194,9 +201,17 @@ async def _train(
         results = await run_rollouts(tasks, agents, setup.base.concurrency, progress.on_progress)  # 2.
         batch = collect(results, dataclasses.replace(setup.rewards, k=k))  # 3.
         losses = pg_update(net, optimizer, batch, setup, ent_coef)  # 4.
-        metrics = {"update": float(update), "k": k, **batch.metrics, **losses, "failures": float(len(tasks) - len(results))}
+        metrics = {
+            "update": float(update),
+            "k": k,
+            **batch.metrics,
+            **losses,
+            "failures": float(len(tasks) - len(results)),
+        }
         if setup.cfg.eval_every and update % setup.cfg.eval_every == 0:
-            progress.phase_start(f"update {update}/{cfg.updates}: evaluating the policy", setup.cfg.eval_episodes)
+            progress.phase_start(
+                f"update {update}/{cfg.updates}: evaluating the policy", setup.cfg.eval_episodes
+            )
             metrics |= await evaluate(setup, net, items, agents, update, progress.on_progress)
         metrics["seconds"] = time.perf_counter() - t0
         history.append(metrics)
@@ -210,7 +225,9 @@ async def _train(
     if latest is None:
         latest = state.save(setup, 0, net, optimizer, rng, history)
     final = state.finish(setup.out, latest[0])
-    curves = plot_curves(history, setup.out / "plots" / "training_curves.png", setup.cfg.name) if history else None
+    curves = (
+        plot_curves(history, setup.out / "plots" / "training_curves.png", setup.cfg.name) if history else None
+    )
     best = state.best_file(setup.out)
     tracker.finish(final, curves, extra=[best] if best.is_file() else [])
     return TrainOutcome(final, latest[1], history, start, tracker.run_id, best if best.is_file() else None)
@@ -226,8 +243,13 @@ async def evaluate(
     router = CppPolicyRouter(setup.method.router, Pruner(net, f"eval-u{update}"), sample=False)  # type: ignore[arg-type]
     fixed = np.random.default_rng([setup.cfg.pg.seed, 0xE7A1])
     tasks = rollout_tasks(setup, items, router, "eval", setup.cfg.eval_episodes, fixed)  # type: ignore[arg-type]
-    got = collect(await run_rollouts(tasks, agents, setup.base.concurrency, on_progress), setup.rewards).metrics
-    return {f"eval.{key}": got[key] for key in ("return", "accuracy", "cost_per_task", "tokens_per_task", "kept_edges")}
+    got = collect(
+        await run_rollouts(tasks, agents, setup.base.concurrency, on_progress), setup.rewards
+    ).metrics
+    return {
+        f"eval.{key}": got[key]
+        for key in ("return", "accuracy", "cost_per_task", "tokens_per_task", "kept_edges")
+    }
 
 
 def _line(m: dict[str, float], updates: int) -> str:

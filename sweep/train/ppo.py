@@ -66,12 +66,18 @@ def gae(rewards: np.ndarray, values: np.ndarray, ends: np.ndarray, gamma: float,
 
 
 def ppo_update(
-    module: ActorCritic, optimizer: torch.optim.Optimizer, batch: Batch, setup: TrainSetup, rng: np.random.Generator
+    module: ActorCritic,
+    optimizer: torch.optim.Optimizer,
+    batch: Batch,
+    setup: TrainSetup,
+    rng: np.random.Generator,
 ) -> dict[str, float]:
     """Clipped PPO epochs over the batch; returns the losses, approx-KL and clip fraction."""
     cfg = setup.cfg.ppo
     values = batch.values.numpy().astype(np.float64)
-    advantages = torch.tensor(gae(batch.rewards, values, batch.ends, cfg.gamma, cfg.gae_lambda), dtype=torch.float32)
+    advantages = torch.tensor(
+        gae(batch.rewards, values, batch.ends, cfg.gamma, cfg.gae_lambda), dtype=torch.float32
+    )
     returns = advantages + batch.values
     size = len(batch.rewards)
     mb = max(1, size // cfg.minibatches)
@@ -80,13 +86,17 @@ def ppo_update(
         order = rng.permutation(size)
         for start in range(0, size, mb):
             idx = torch.from_numpy(order[start : start + mb])
-            logp, entropy, value = module.evaluate(batch.agents[idx], batch.pairs[idx], batch.glob[idx], batch.actions[idx])
+            logp, entropy, value = module.evaluate(
+                batch.agents[idx], batch.pairs[idx], batch.glob[idx], batch.actions[idx]
+            )
             log_ratio = logp - batch.logp[idx]
             ratio = log_ratio.exp()
             acted = batch.acted[idx].float()
             with torch.no_grad():  # http://joschu.net/blog/kl-approx.html
                 kls.append(float(((ratio - 1) - log_ratio).mul(acted).sum() / acted.sum().clamp(min=1)))
-                clips.append(float(((ratio - 1).abs() > cfg.clip).float().mul(acted).sum() / acted.sum().clamp(min=1)))
+                clips.append(
+                    float(((ratio - 1).abs() > cfg.clip).float().mul(acted).sum() / acted.sum().clamp(min=1))
+                )
             adv = advantages[idx]
             if cfg.norm_adv and acted.sum() > 1:
                 chosen = adv[acted > 0]
@@ -149,7 +159,9 @@ async def _train(
 ) -> TrainOutcome:  # fmt: skip
     one_thread()
     cfg = setup.cfg.ppo
-    arch = PolicyArch(setup.cfg.policy.hidden, setup.cfg.policy.head, setup.cfg.policy.log_std_init, setup.base.rounds)
+    arch = PolicyArch(
+        setup.cfg.policy.hidden, setup.cfg.policy.head, setup.cfg.policy.log_std_init, setup.base.rounds
+    )
     module = build(arch, cfg.seed)
     optimizer = torch.optim.Adam(module.parameters(), lr=cfg.lr, eps=1e-5)
     rng = np.random.default_rng([cfg.seed, 0x7E])
@@ -161,7 +173,10 @@ async def _train(
         load_weights(module, loaded.weights)
         optimizer.load_state_dict(resume.optimizer)
         rng.bit_generator.state = resume.rng
-        history, latest = resume.history, (state.checkpoint_dir(setup.out) / resume.policy_file, loaded.digest)
+        history, latest = (
+            resume.history,
+            (state.checkpoint_dir(setup.out) / resume.policy_file, loaded.digest),
+        )
         console.print(f"resumed from update {resume.update} ({resume.policy_file})")
     tracker.sync(history)
     start = len(history)
@@ -178,10 +193,17 @@ async def _train(
         # 2.-4. steps and rewards, GAE, clipped PPO epochs
         batch = collect(setup, results)
         losses = ppo_update(module, optimizer, batch, setup, rng)
-        metrics = {"update": float(update), **batch.metrics, **losses, "failures": float(len(tasks) - len(results))}
+        metrics = {
+            "update": float(update),
+            **batch.metrics,
+            **losses,
+            "failures": float(len(tasks) - len(results)),
+        }
         # the policy's mean (what evaluation runs) on a fixed set of training items, now and then
         if setup.cfg.eval_every and update % setup.cfg.eval_every == 0:
-            progress.phase_start(f"update {update}/{cfg.updates}: evaluating the mean policy", setup.cfg.eval_episodes)
+            progress.phase_start(
+                f"update {update}/{cfg.updates}: evaluating the mean policy", setup.cfg.eval_episodes
+            )
             metrics |= await evaluate(setup, module, items, agents, update, progress.on_progress)
         metrics["seconds"] = time.perf_counter() - t0
         history.append(metrics)
@@ -196,14 +218,20 @@ async def _train(
     if latest is None:  # updates: 0 to do and nothing recorded: record the initial network
         latest = state.save(setup, 0, module, optimizer, rng, history)
     final = state.finish(setup.out, latest[0])
-    curves = plot_curves(history, setup.out / "plots" / "training_curves.png", setup.cfg.name) if history else None
+    curves = (
+        plot_curves(history, setup.out / "plots" / "training_curves.png", setup.cfg.name) if history else None
+    )
     best = state.best_file(setup.out)
     tracker.finish(final, curves, extra=[best] if best.is_file() else [])
     return TrainOutcome(final, latest[1], history, start, tracker.run_id, best if best.is_file() else None)
 
 
 async def evaluate(
-    setup: TrainSetup, module: ActorCritic, items: list[Any], agents: Mapping[str, Agent], update: int,
+    setup: TrainSetup,
+    module: ActorCritic,
+    items: list[Any],
+    agents: Mapping[str, Agent],
+    update: int,
     on_progress: Callable[[Any], None] = lambda s: None,
 ) -> dict[str, float]:
     """The policy's mean on `eval_episodes` training items and seeds, the same at every evaluation."""
@@ -211,7 +239,13 @@ async def evaluate(
     fixed = np.random.default_rng([setup.cfg.ppo.seed, 0xE7A1])
     tasks = rollout_tasks(setup, items, router, "eval", setup.cfg.eval_episodes, fixed)
     got = collect(setup, await run_rollouts(tasks, agents, setup.base.concurrency, on_progress)).metrics
-    keys = ("return", "accuracy", "tokens_per_task", "activations", *(k for k in got if k.startswith("reward.")))
+    keys = (
+        "return",
+        "accuracy",
+        "tokens_per_task",
+        "activations",
+        *(k for k in got if k.startswith("reward.")),
+    )
     return {f"eval.{k}": got[k] for k in keys}
 
 

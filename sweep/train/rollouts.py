@@ -55,7 +55,12 @@ def training_items(setup: TrainSetup) -> list[tuple[Group, Any]]:
 
 
 def rollout_tasks(
-    setup: TrainSetup, items: list[tuple[Group, Any]], router: PolicyRouter, tag: Any, size: int, rng: np.random.Generator
+    setup: TrainSetup,
+    items: list[tuple[Group, Any]],
+    router: PolicyRouter,
+    tag: Any,
+    size: int,
+    rng: np.random.Generator,
 ) -> list[EpisodeTask]:
     """`size` episodes: items drawn from `rng`, each with its own seed (from `tag` and its index),
     routed by `router`."""

@@ -205,7 +205,9 @@ def check_state(path: Path, state: Any) -> None:
         raise not_a_state(path, f"not a training state (it lacks {', '.join(missing)})")
     for key, kind in _FIELDS.items():
         if not isinstance(state[key], kind) or isinstance(state[key], bool):
-            raise not_a_state(path, f"its '{key}' is of type {type(state[key]).__name__}, not {kind.__name__}")
+            raise not_a_state(
+                path, f"its '{key}' is of type {type(state[key]).__name__}, not {kind.__name__}"
+            )
     wrong = _inconsistency(state)
     if wrong:
         raise not_a_state(path, wrong)

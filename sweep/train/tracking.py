@@ -18,7 +18,15 @@ from sweep.tracking import TAG_ROLE, Tracker, _runs, flatten_params, log_batch
 from sweep.train.config import TrainSetup
 
 TAG_TRAINING = "debate_sweep.training"
-CURVES = ("return", "accuracy", "eval.accuracy", "tokens_per_task", "activations", "eval.activations", "approx_kl")
+CURVES = (
+    "return",
+    "accuracy",
+    "eval.accuracy",
+    "tokens_per_task",
+    "activations",
+    "eval.activations",
+    "approx_kl",
+)
 
 
 def plot_curves(history: Sequence[dict[str, float]], path: Path, title: str = "") -> Path:
@@ -85,7 +93,9 @@ class TrainTracker:
     def log_checkpoint(self, path: Path) -> None:
         self.client.log_artifact(self.run_id, str(path), "checkpoints")
 
-    def finish(self, final: Path | None, curves: Path | None, status: str = "FINISHED", extra: Sequence[Path] = ()) -> None:
+    def finish(
+        self, final: Path | None, curves: Path | None, status: str = "FINISHED", extra: Sequence[Path] = ()
+    ) -> None:
         for path in [final, *extra] if final is not None else extra:
             self.client.log_artifact(self.run_id, str(path))
         if curves is not None:
@@ -108,5 +118,7 @@ class NullTrainTracker:
     def log_checkpoint(self, path: Path) -> None:
         return None
 
-    def finish(self, final: Path | None, curves: Path | None, status: str = "FINISHED", extra: Sequence[Path] = ()) -> None:
+    def finish(
+        self, final: Path | None, curves: Path | None, status: str = "FINISHED", extra: Sequence[Path] = ()
+    ) -> None:
         return None

@@ -149,7 +149,11 @@ class Drivers:
         self.ctx.set_forkserver_preload(["tests.chaos.harness"])
 
     def start(
-        self, argv: list[str], log: Path, stop: tuple[str, int] | None = None, env: dict[str, str] | None = None
+        self,
+        argv: list[str],
+        log: Path,
+        stop: tuple[str, int] | None = None,
+        env: dict[str, str] | None = None,
     ) -> Any:
         proc = self.ctx.Process(target=driver, args=(argv, str(log), stop, env))
         proc.start()

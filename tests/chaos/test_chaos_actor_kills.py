@@ -69,4 +69,6 @@ def test_engine_actor_kills_lose_and_duplicate_nothing(
     failed_first = outcomes[0].stats.failures if outcomes[0].stats else []
     assert all("Actor" in f or "actor" in f for f in failed_first), failed_first[:3]  # failed for the kills
     assert_exactly_once(Path(cfg.output_dir), {t.episode_id for t in plan.tasks})
-    print(f"chaos: {len(kills)} actor kills, {len(failed_first)} episodes failed with them, {len(outcomes)} runs")
+    print(
+        f"chaos: {len(kills)} actor kills, {len(failed_first)} episodes failed with them, {len(outcomes)} runs"
+    )

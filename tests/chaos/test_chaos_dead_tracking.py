@@ -50,13 +50,18 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_a_dead_tracking_server_is_refused_before_anything_is_written(tmp_path: Path, drivers: Drivers) -> None:
+def test_a_dead_tracking_server_is_refused_before_anything_is_written(
+    tmp_path: Path, drivers: Drivers
+) -> None:
     uri = f"http://127.0.0.1:{closed_port()}"
     path = sweep_config(tmp_path, limit=2, tracking={"enabled": True, "uri": uri})
     log = tmp_path / "driver.log"
     assert drivers.run(["run", str(path)], log) == 1
     line = log.read_text().strip()
-    assert line.startswith(f"error: tracking.uri: the MLflow server {uri} did not answer") and "--no-tracking" in line
+    assert (
+        line.startswith(f"error: tracking.uri: the MLflow server {uri} did not answer")
+        and "--no-tracking" in line
+    )
     assert len(line.splitlines()) == 1 and not (tmp_path / "out").exists()
 
 
@@ -68,7 +73,9 @@ def test_a_tracking_server_that_hangs_mid_run_loses_no_result(
     env = {"MLFLOW_HTTP_REQUEST_TIMEOUT": "2", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0"}
     assert drivers.run(["run", str(path)], log, env=env) == 1
     errors = [line for line in log.read_text().splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and errors[0].startswith("error: tracking: logging to MLflow failed"), log.read_text()[-2000:]
+    assert len(errors) == 1 and errors[0].startswith("error: tracking: logging to MLflow failed"), (
+        log.read_text()[-2000:]
+    )
     assert f"the results are stored in {out}" in errors[0] and "--no-tracking" in errors[0]
     assert drivers.run(["run", str(path), "--no-tracking"], log) == 0, log.read_text()[-2000:]
     assert f"all {len(planned(path))} episodes are already done" in log.read_text()

@@ -50,7 +50,10 @@ def test_twenty_five_driver_kills_lose_and_duplicate_nothing(tmp_path: Path, dri
     # The same answers and token counts as one uninterrupted run, and one MLflow child per group.
     clean = tmp_path / "clean"
     clean.mkdir()
-    assert drivers.run(["run", str(sweep_config(clean, limit=50, latency=0.1, concurrency=8, **tracked))], log) == 0
+    assert (
+        drivers.run(["run", str(sweep_config(clean, limit=50, latency=0.1, concurrency=8, **tracked))], log)
+        == 0
+    )
     assert outcomes(out) == outcomes(clean / "out")
     runs = MlflowClient(f"sqlite:///{out / 'mlflow.db'}").search_runs(["1"], max_results=1000)
     children = [r for r in runs if TAG_PARENT in r.data.tags]
@@ -94,7 +97,9 @@ def test_sigterm_stops_a_driver_like_ctrl_c(tmp_path: Path, drivers: Drivers) ->
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGTERM)
     proc.join(120)
-    assert proc.exitcode == 1 and "interrupted: finished episodes are stored" in log.read_text(), log.read_text()[-2000:]
+    assert proc.exitcode == 1 and "interrupted: finished episodes are stored" in log.read_text(), (
+        log.read_text()[-2000:]
+    )
     assert "Traceback" not in log.read_text()
     assert drivers.run(["run", str(path)], log) == 0  # the lock was let go; the rest runs now
     assert_exactly_once(out, planned(path))

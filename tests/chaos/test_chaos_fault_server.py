@@ -32,7 +32,13 @@ def test_hostile_replies_never_stop_a_sweep_from_completing(
     engine = {
         "engine": "openai",
         "model": "chaos-model",
-        "args": {"base_url": server.url, "timeout_s": 1.0, "max_retries": 2, "backoff_s": 0.01, "max_backoff_s": 0.05},
+        "args": {
+            "base_url": server.url,
+            "timeout_s": 1.0,
+            "max_retries": 2,
+            "backoff_s": 0.01,
+            "max_backoff_s": 0.05,
+        },
     }
     path = sweep_config(tmp_path, limit=8, models={"sim": engine}, seeds=[0])
     out, log = tmp_path / "out", tmp_path / "driver.log"

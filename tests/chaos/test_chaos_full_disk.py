@@ -16,7 +16,9 @@ from tests.chaos.harness import Drivers, full_disk
 pytestmark = pytest.mark.chaos
 
 
-def test_a_full_disk_stops_the_run_and_a_rerun_with_space_completes_it(tmp_path: Path, drivers: Drivers) -> None:
+def test_a_full_disk_stops_the_run_and_a_rerun_with_space_completes_it(
+    tmp_path: Path, drivers: Drivers
+) -> None:
     path = sweep_config(tmp_path, limit=40, latency=0.0, cache=True)
     out, log, report = tmp_path / "out", tmp_path / "driver.log", tmp_path / "report.json"
     proc = drivers.ctx.Process(

@@ -62,7 +62,9 @@ def test_a_second_driver_is_refused_or_joins_as_a_worker(tmp_path: Path, drivers
         line = refused_log.read_text().strip()
         assert line.startswith(f"error: output_dir {out}: in use by another driver (pid {owner.pid} ")
         assert "--join" in line and len(line.splitlines()) == 1
-        cli = subprocess.run(sweep_cmd("run", str(path)), cwd=ROOT, capture_output=True, text=True, timeout=300)
+        cli = subprocess.run(
+            sweep_cmd("run", str(path)), cwd=ROOT, capture_output=True, text=True, timeout=300
+        )
         assert cli.returncode == 2 and cli.stderr.strip().splitlines() == [line], cli.stderr
 
         worker = drivers.start(["run", str(path), "--join"], worker_log)
@@ -71,7 +73,9 @@ def test_a_second_driver_is_refused_or_joins_as_a_worker(tmp_path: Path, drivers
         os.kill(owner.pid, signal.SIGCONT)
     worker.join(300)
     owner.join(300)
-    assert (owner.exitcode, worker.exitcode) == (0, 0), owner_log.read_text()[-2000:] + worker_log.read_text()[-2000:]
+    assert (owner.exitcode, worker.exitcode) == (0, 0), (
+        owner_log.read_text()[-2000:] + worker_log.read_text()[-2000:]
+    )
     assert "worker: done with the unclaimed episodes" in worker_log.read_text()
     want = planned(path)
     (by_owner,), (by_worker,) = run_now(owner_log), run_now(worker_log)
@@ -79,12 +83,20 @@ def test_a_second_driver_is_refused_or_joins_as_a_worker(tmp_path: Path, drivers
     assert_exactly_once(out, want)
 
 
-def test_a_second_study_driver_is_refused_unless_it_joins(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_second_study_driver_is_refused_unless_it_joins(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from sweep.cli import main
     from sweep.ownership import DirLock
 
     out = tmp_path / "study-out"
-    args = ["study", str(ROOT / "examples" / "study_random_simulated.yaml"), "--out", str(out), "--no-tracking"]
+    args = [
+        "study",
+        str(ROOT / "examples" / "study_random_simulated.yaml"),
+        "--out",
+        str(out),
+        "--no-tracking",
+    ]
     held = DirLock.for_output(out, "another study")
     held.acquire()
     try:
