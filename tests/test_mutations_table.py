@@ -1,4 +1,4 @@
-"""README.md's mutation table and `bench/mutations.yaml` stay in step, so the table cannot drift
+"""The mutation table in docs/testing.md and `bench/mutations.yaml` stay in step, so the table cannot drift
 silently: a row per entry and an entry per row (by name), every patch still applies (its `find` is in
 its file exactly once today), every named test exists. No mutation is run here (`bench/mutations.py`
 does that); its loader, patcher and copy check are."""
@@ -33,9 +33,9 @@ mutations = _module()
 
 
 def readme_rows() -> list[str]:
-    """The first cell of every row of README.md's mutation table."""
-    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
-    assert lines.count(HEADER) == 1, f"README.md must hold one table headed {HEADER!r}"
+    """The first cell of every row of docs/testing.md's mutation table."""
+    lines = (ROOT / "docs" / "testing.md").read_text(encoding="utf-8").splitlines()
+    assert lines.count(HEADER) == 1, f"docs/testing.md must hold one table headed {HEADER!r}"
     rows = []
     for line in lines[lines.index(HEADER) + 2 :]:  # past the header and its --- line
         if not line.startswith("|"):

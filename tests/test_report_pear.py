@@ -1,8 +1,8 @@
-"""`sweep report` on `examples/pear_simulated.yaml`'s output reproduces the README's PEAR table: the
+"""`sweep report` on `examples/pear_simulated.yaml`'s output reproduces the PEAR table of docs/methods/pear.md: the
 table was printed by `bench/pear_vs_fixed.py`, which runs the same grid in-process with its own
 tallies. Here both run on a smaller grid (fewer items, seeds and rounds) and every cell of the
 report's row must equal the bench's, and its McNemar p-values scipy's on the bench's paired outcomes.
-(The full grid: `sweep report` on a 10,000-episode run prints the README's numbers; see README.)"""
+(The full grid: `sweep report` on a 10,000-episode run prints that page's numbers; see docs/results.md.)"""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def itertools_pairs(names: list[str]) -> list[tuple[str, str]]:
 
 
 def test_the_example_sweep_is_the_bench_grid() -> None:
-    """The example and the bench must keep describing the same grid, or the README table drifts."""
+    """The example and the bench must keep describing the same grid, or the docs' PEAR table drifts."""
     bench = _bench()
     out = Path("unused")
     cfg = sweep_config("pear_simulated", out)

@@ -26,7 +26,7 @@ def test_mcnemar_matches_scipy_binomial_test(b: int, c: int) -> None:
 
 
 def test_mcnemar_known_values_and_far_tail() -> None:
-    assert mcnemar_exact(92, 69).p == pytest.approx(0.0826, abs=5e-5)  # README: PEAR vs random
+    assert mcnemar_exact(92, 69).p == pytest.approx(0.0826, abs=5e-5)  # docs/results.md: PEAR vs random
     assert mcnemar_exact(5, 5).p == 1.0
     assert mcnemar_exact(0, 3).p == pytest.approx(0.25)
     tiny = mcnemar_exact(0, 1500).p  # 2 / 2**1500 underflows a float: exact arithmetic gives 0.0 cleanly

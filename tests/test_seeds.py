@@ -1,4 +1,4 @@
-"""Every call's seed is the README's derivation of (sweep seed, dataset, item, round, agent, phase):
+"""Every call's seed is the documented derivation (docs/concepts.md) of (sweep seed, dataset, item, round, agent, phase):
 checked on every request of real episodes against an independent implementation of the documented
 rule, pinned to a constant, distinct wherever one of its parts differs, and the same in a fresh
 process (a salted `hash()` would differ)."""
@@ -29,7 +29,7 @@ PINNED = ((0, "gsm8k", "gsm8k-test-0", 1, 2, "update"), 2_105_337_013)
 
 
 def documented(*parts: Any) -> int:
-    """The README's rule, written out: the first 8 hex digits of the BLAKE2b-256 digest of the parts
+    """The documented rule (docs/concepts.md), written out: the first 8 hex digits of the BLAKE2b-256 digest of the parts
     as compact, key-sorted JSON, as an integer, masked to 31 bits (engines take int32 seeds)."""
     text = json.dumps(list(parts), sort_keys=True, separators=(",", ":"), default=str)
     return int(hashlib.blake2b(text.encode(), digest_size=32).hexdigest()[:8], 16) & 0x7FFFFFFF
