@@ -103,6 +103,24 @@ def test_rumad_fingerprints_ignore_cpps_sections(tmp_path: Path) -> None:
     assert c.fingerprint() == load_train(write(tmp_path), ["pg.updates=9", "ppo.lr=0.5"]).fingerprint()
 
 
+def test_cpps_rollouts_follow_pg_seed_which_a_resume_must_match(tmp_path: Path) -> None:
+    """CPP's episodes draw their engine seeds from `pg.seed` (in its fingerprint), not from RUMAD's
+    `ppo.seed` (outside it): a resume that changes the seed behind the rollouts is refused, and a
+    change the fingerprint ignores leaves every rollout seed as it was."""
+    from sweep.train.rollouts import rollout_tasks, training_items
+
+    def seeds(setup: TrainSetup) -> list[int]:
+        items = training_items(setup)
+        tasks = rollout_tasks(setup, items, setup.method.router, 1, 4, np.random.default_rng(0))  # type: ignore[arg-type]
+        return [t.group.seed for t in tasks]
+
+    base = load_train(write(tmp_path))
+    ppo, other = load_train(write(tmp_path), ["ppo.seed=7"]), load_train(write(tmp_path), ["pg.seed=7"])
+    assert base.fingerprint() == ppo.fingerprint() and seeds(base) == seeds(ppo)
+    assert base.fingerprint() != other.fingerprint() and seeds(base) != seeds(other)
+    # sweep.train.state.restore refuses a state whose fingerprint differs (tests/test_train_state.py)
+
+
 def test_a_training_runs_the_schedule_and_keeps_the_validation_statistics(tmp_path: Path) -> None:
     out = run(write(tmp_path))
     h = out.history

@@ -103,7 +103,8 @@ class TrainConfig(_Strict):
         fixed = {"checkpoint", "init_seed"} & set(self.method.args)
         if fixed:
             raise ValueError(
-                f"method.args.{sorted(fixed)[0]}: training starts from a fresh network seeded by ppo.seed; remove it"
+                f"method.args.{sorted(fixed)[0]}: training starts from a fresh network seeded by ppo.seed "
+                "(pg.seed for CPP); remove it"
             )
         return self
 
@@ -137,6 +138,13 @@ class TrainSetup:
     def updates(self) -> int:
         """The updates a finished training has made (its algorithm's `updates`)."""
         return self.cfg.pg.updates if self.algorithm == "pg" else self.cfg.ppo.updates
+
+    @property
+    def seed(self) -> int:
+        """The seed of the training's own algorithm (`ppo.seed` or `pg.seed`): the network's
+        initialisation and every draw, the rollouts' engine seeds included. Its section is in the
+        fingerprint, so a resume with another seed is refused."""
+        return self.cfg.pg.seed if self.algorithm == "pg" else self.cfg.ppo.seed
 
     def fingerprint(self) -> str:
         """What decides the training's course; a resumed training must match it. `ppo.updates` is left

@@ -69,7 +69,7 @@ def rollout_tasks(
     tasks = []
     for j, i in enumerate(picks):
         group, sample = items[int(i)]
-        seed = derive_seed("train", setup.cfg.ppo.seed, tag, j)
+        seed = derive_seed("train", setup.seed, tag, j)  # the algorithm's own seed, in the fingerprint
         key = stable_hash({"train": setup.fingerprint(), "tag": tag, "episode": j})
         tasks.append(EpisodeTask(key, dataclasses.replace(group, key=key, method=method, seed=seed), sample))
     return tasks
