@@ -76,16 +76,16 @@ def main() -> int:
     )
     with mlflow_server(db) as url, chromium() as driver:
         driver.set_window_size(1500, 1000)
-        # `workflowType=machine_learning`: MLflow 3.17 otherwise opens on its GenAI overview (traces).
-        driver.get(f"{url}/#/experiments/{exp.experiment_id}/runs?workflowType=machine_learning")
-        shown(driver, parent.info.run_name)  # the React app renders the runs table after its API calls
+        # The page `sweep mlflow` opens: the view the sweep saved on its experiment (the children, flat,
+        # with metric columns); `workflowType=machine_learning`, as MLflow 3.17 otherwise opens on GenAI.
+        driver.get(
+            f"{url}/#/experiments/{exp.experiment_id}/runs?viewStateShareKey={parent.info.run_id}"
+            "&workflowType=machine_learning"
+        )
+        shown(driver, "accuracy")  # the React app renders the runs table after its API calls
         for button in driver.find_elements("css selector", "[aria-label='Close']"):  # the assistant panel
             with contextlib.suppress(Exception):
                 button.click()
-        with contextlib.suppress(Exception):  # expand the parent: its children, one per method x seed
-            driver.find_element(
-                "css selector", ".ag-row [role=gridcell] button.du-bois-light-btn-icon-only"
-            ).click()
         time.sleep(3)
         driver.save_screenshot(str(args.dest / "mlflow_runs.png"))
         driver.get(

@@ -152,7 +152,7 @@ def _track(
     if not cfg.tracking.enabled:
         return
     out = Path(cfg.output_dir).resolve()
-    uri = uri or cfg.tracking.uri or receipt.default_tracking_uri(out)
+    uri = receipt.default_tracking_uri(out, uri, cfg.tracking.uri)
     facts = (out, uri, cfg.tracking.experiment, cfg.identity())
     if outcome.stats is None and (parent := receipt.fresh(*facts, store.part_names())) is not None:
         console.print("mlflow: up to date (nothing new since it was logged)")

@@ -266,4 +266,4 @@ def sweep_tracker(cfg: SweepConfig, uri: str | None = None) -> Tracker | NullTra
     if not cfg.tracking.enabled:
         return NullTracker()
     out = Path(cfg.output_dir).resolve()
-    return Tracker(uri or cfg.tracking.uri or default_tracking_uri(out), cfg.tracking.experiment, out)
+    return Tracker(default_tracking_uri(out, uri, cfg.tracking.uri), cfg.tracking.experiment, out)

@@ -74,6 +74,10 @@ def test_default_uri_and_flatten(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert default_tracking_uri(tmp_path) == f"sqlite:///{tmp_path.resolve()}/mlflow.db"
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5000")
     assert default_tracking_uri(tmp_path) == "http://127.0.0.1:5000"
+    # a command's --tracking-uri, then the config's tracking.uri, come before the environment
+    assert default_tracking_uri(tmp_path, None, "sqlite:///c.db") == "sqlite:///c.db"
+    assert default_tracking_uri(tmp_path, "file:///cli", "sqlite:///c.db") == "file:///cli"
+    assert default_tracking_uri(tmp_path, None, "") == "http://127.0.0.1:5000"
     flat = flatten_params({"method": {"name": "pear", "args": {"k": 3, "models": ["a", "b"]}}, "x": None})
     assert flat == {
         "method.name": "pear",

@@ -22,7 +22,7 @@ def _tracking(out: Path, uri: str | None) -> tuple[str | None, str]:
         experiment, configured = tracking.get("experiment") or experiment, tracking.get("uri")
     except (OSError, yaml.YAMLError, AttributeError):
         pass
-    uri = uri or configured or default_tracking_uri(out)
+    uri = default_tracking_uri(out, uri, configured)
     if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).is_file():
         return None, experiment
     return uri, experiment

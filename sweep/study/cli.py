@@ -172,7 +172,7 @@ def _tracker(setup: StudySetup, args: argparse.Namespace, runner: Any) -> Any:
 
     if not setup.cfg.tracking.enabled or args.no_tracking:
         return NullStudyTracker()
-    uri = args.tracking_uri or setup.cfg.tracking.uri or default_tracking_uri(setup.out)
+    uri = default_tracking_uri(setup.out, args.tracking_uri, setup.cfg.tracking.uri)
     return StudyTracker(uri, setup, runner.study, runner.lock)
 
 

@@ -116,7 +116,7 @@ def _tracker(setup: TrainSetup, args: argparse.Namespace) -> Any:
 
     if not setup.cfg.tracking.enabled or args.no_tracking:
         return NullTrainTracker()
-    return TrainTracker(args.tracking_uri or setup.cfg.tracking.uri or default_tracking_uri(setup.out), setup)
+    return TrainTracker(default_tracking_uri(setup.out, args.tracking_uri, setup.cfg.tracking.uri), setup)
 
 
 def _run(setup: TrainSetup, args: argparse.Namespace) -> int:
