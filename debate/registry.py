@@ -20,6 +20,7 @@ e.g. the file's content hash in place of its path, so two checkpoints never shar
 from __future__ import annotations
 
 import dataclasses
+import json
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -146,3 +147,18 @@ def label(name: str, args: Mapping[str, Any]) -> str:
     ordered = sorted(args.items(), key=lambda kv: (kv[0] not in shown, kv[0]))  # the naming ones first
     keep = [(k, v) for k, v in ordered if k in shown or defaults.get(k, v) != v]
     return f"{name}({', '.join(f'{k}={v}' for k, v in keep)})" if keep else name
+
+
+def distinct_labels(labels: dict[str, str]) -> dict[str, str]:
+    """Row key (a method identity as canonical JSON) -> label, with `[rounds=…, protocol=…]` appended
+    to labels that two keys share: one label scheme for `sweep plan`, `sweep run` and `sweep report`."""
+    by_label: dict[str, list[str]] = {}
+    for key, text in labels.items():
+        by_label.setdefault(text, []).append(key)
+    out = dict(labels)
+    for text, keys in by_label.items():
+        if len(keys) > 1:
+            for key in keys:
+                ident = json.loads(key)
+                out[key] = f"{text} [rounds={ident.get('rounds')}, protocol={ident.get('protocol')}]"
+    return out

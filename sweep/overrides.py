@@ -4,9 +4,9 @@ indexed by an entry's name instead of its position: `--set methods.rumad.args.ch
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
+from debate.spec import closest
 from sweep.errors import ConfigError
 from sweep.yaml_limits import load_text
 
@@ -39,10 +39,8 @@ def entry_index(entries: list[Any], name: str, where: str, key: str, shorthand: 
     known = sorted({n for n in names if n is not None})
     if not known:
         raise ConfigError(f"--set {key}: '{name}' is not an index of {where}; use 0 to {len(entries) - 1}")
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
     raise ConfigError(
-        f"--set {key}: no entry of {where} is named '{name}'{hint}; "
+        f"--set {key}: no entry of {where} is named '{name}'{closest(name, known)}; "
         f"names: {', '.join(known)}, or an index 0 to {len(entries) - 1}"
     )
 

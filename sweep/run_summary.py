@@ -8,11 +8,11 @@ appended only where two methods of the plan would otherwise share one."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
+from debate.registry import distinct_labels
 from debate.spec import canonical_json
 from sweep.plan import Group, Plan
 
@@ -46,15 +46,7 @@ def plan_labels(plan: Plan) -> dict[str, str]:
     labels: dict[str, str] = {}
     for g in plan.groups:
         labels.setdefault(row_key(g), g.method.label)
-    by_label: dict[str, list[str]] = {}
-    for key, label in labels.items():
-        by_label.setdefault(label, []).append(key)
-    for label, keys in by_label.items():
-        if len(keys) > 1:
-            for key in keys:
-                ident = json.loads(key)
-                labels[key] = f"{label} [rounds={ident.get('rounds')}, protocol={ident.get('protocol')}]"
-    return labels
+    return distinct_labels(labels)
 
 
 def summarize(plan: Plan, store: ResultStore) -> list[dict[str, Any]]:

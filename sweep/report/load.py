@@ -19,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from debate.registry import distinct_labels
 from debate.spec import canonical_json
 from sweep.report.parts import EPISODE_KEYS, PART_GLOB, ROUND_KEYS, Warn, read_parts, stderr_warning
 from sweep.report.parts import committed_parts as committed_parts  # importable from here, as before
@@ -121,14 +122,7 @@ def method_infos(specs: list[str], stored_labels: dict[str, str]) -> dict[str, M
         if key in labels:
             continue
         labels[key] = stored_labels.get(s) or derive_label(ident)
-    by_label: dict[str, list[str]] = {}
-    for key, label in labels.items():
-        by_label.setdefault(label, []).append(key)
-    for label, clash in by_label.items():
-        if len(clash) > 1:
-            for key in clash:
-                ident = json.loads(key)
-                labels[key] = f"{label} [rounds={ident.get('rounds')}, protocol={ident.get('protocol')}]"
+    labels = distinct_labels(labels)
     return {s: MethodInfo(keys[s], labels[keys[s]]) for s in specs}
 
 

@@ -24,7 +24,6 @@ whose lengths the checkpoint keeps for truncation. Per update u:
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import time
 from collections.abc import Callable, Mapping
@@ -149,11 +148,8 @@ async def train_async(
     """`train` inside a running event loop (a study's trial)."""
     tracker, console = tracker or NullTrainTracker(), console or Console(stderr=True)
     progress = progress or TrainProgress(console, setup.cfg.pg.updates, setup.base.progress_every_s)
-    beat = asyncio.create_task(progress.beat())
-    try:
+    async with progress.beating():
         return await _train(setup, progress.meter.metered(agents), tracker, console, on_update, progress)
-    finally:
-        beat.cancel()
 
 
 async def _train(

@@ -19,7 +19,6 @@ updates the policy, between rollout batches. Per update:
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -146,11 +145,8 @@ async def train_async(
     """`train` inside a running event loop (a study's trial)."""
     tracker, console = tracker or NullTrainTracker(), console or Console(stderr=True)
     progress = progress or TrainProgress(console, setup.cfg.ppo.updates, setup.base.progress_every_s)
-    beat = asyncio.create_task(progress.beat())
-    try:
+    async with progress.beating():
         return await _train(setup, progress.meter.metered(agents), tracker, console, on_update, progress)
-    finally:
-        beat.cancel()
 
 
 async def _train(

@@ -6,9 +6,10 @@ even on an engine that takes minutes per episode."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -116,6 +117,15 @@ class TrainProgress:
         left = self.updates - update
         eta = f"ETA {duration(mean * left)}" if left > 0 else "done"
         return f"{duration(seconds)}/update, {eta}"
+
+    @contextlib.asynccontextmanager
+    async def beating(self) -> AsyncIterator[None]:
+        """Heartbeat lines (`beat`) for as long as the block runs: a trainer's whole run."""
+        task = asyncio.create_task(self.beat())
+        try:
+            yield
+        finally:
+            task.cancel()
 
     async def beat(self) -> None:
         """Heartbeat lines until cancelled: checked often, printed only after `every_s` of silence."""
