@@ -1,9 +1,9 @@
-"""Population model v2: simulated debaters whose samples share a latent competence per item and who
+"""Population models v2-v4: simulated debaters whose samples share a latent competence per item and who
 read each other's arguments. Every mechanism and parameter is stated in `docs/population.md`; the
 parameters come from a population file (`actors.populations`). In short, for member m on item i of
 benchmark b:
 
-- competence: p = sigmoid(skill[m][b] - item_spread[b] z_i + spread[m] e_mi), z_i and e_mi standard
+- competence: p = sigmoid(skill[m][b] - item_spread[b] z_i + spread[m][b] e_mi), z_i and e_mi standard
   normals hashed from the item (shared by every member) and from (member, item) (shared by every
   sample of that member), so one member's consistency saturates at what it can do on the item;
 - a sample is right with probability p; a wrong one gives the item's shared misconception with
@@ -44,7 +44,7 @@ from actors.sim_items import CONF_RIGHT, CONF_UNIFORM, CONF_WRONG, LETTERS, item
 from actors.sim_seed import seeded
 from actors.sim_text import review, same
 
-VERSION = "v3"  # the newest model this module runs (it runs every version in `actors.populations.VERSIONS`)
+VERSION = "v4"  # the newest model this module runs (it runs every version in `actors.populations.VERSIONS`)
 _DISTRACTORS = 4
 _JSON_CHARS = 60  # the JSON around the reasoning: {"reasoning": "", "answer": ..., "confidence": 3}
 
@@ -126,7 +126,7 @@ class PopulationBackend:
     def _logit(self, item: str, gold: str, dataset: str) -> float:
         bench = self.population.bench(dataset)
         z, e = _normal("item", item, gold), _normal("member-item", self.member_name, item, gold)
-        return self.member.skill_on(dataset) - bench.item_spread * z + self.member.spread * e
+        return self.member.skill_on(dataset) - bench.item_spread * z + self.member.spread_on(dataset) * e
 
     def _complete(self, req: ChatRequest) -> Completion:
         raw = req.hints if isinstance(req.hints, Mapping) else {}
@@ -212,7 +212,7 @@ class PopulationBackend:
         move = 1.0 - d.stubbornness
         # How far a reader can check a correct argument: its competence (v2); v3 adds a floor, since
         # checking a shown solution is easier than finding one (`verify`).
-        check = d.verify + (1.0 - d.verify) * p if self.population.version == "v3" else p
+        check = d.verify + (1.0 - d.verify) * p if self.population.version >= "v3" else p
         if u[2] >= move:
             return "kept", own
         strength = [(1.0 if q.complete else d.cut_persuasion) * q.weight for q in peers]

@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-VERSIONS = ("v2", "v3")  # population models a file may name; `v1` is the engine's arguments, not a file
+VERSIONS = ("v2", "v3", "v4")  # population models a file may name; `v1` is the engine's arguments, not a file
 # Dynamics a version reads that earlier ones do not: absent from an earlier version's file and digest.
 SINCE = {"verify": "v3"}
 HOME = Path(__file__).resolve().parents[1] / "populations"  # the packaged population files
@@ -46,18 +46,24 @@ class Member:
     """One model of the team. `skill[b]`: the logit of a sample's hit rate on an item of average
     difficulty of benchmark b (`default` for the others); `spread`: the sd of the member's own
     per-item competence logit (how differently it fares on items of equal difficulty: the larger,
-    the sooner its consistency curve flattens); `calibration`: the share of confidences drawn from
+    the sooner its consistency curve flattens; model v4 reads a mapping per benchmark, as `skill`,
+    since one model's curve can climb on one benchmark and stay flat on another); `calibration`: the share of confidences drawn from
     the calibrated distributions; `tokens_median`/`tokens_q95`: its full replies' completion tokens
     (a log-normal through both)."""
 
     skill: Mapping[str, float]
-    spread: float = 1.0
+    spread: float | Mapping[str, float] = 1.0
     calibration: float = 0.8
     tokens_median: int = 200
     tokens_q95: int = 400
 
     def skill_on(self, benchmark: str) -> float:
         return float(self.skill.get(benchmark, self.skill["default"]))
+
+    def spread_on(self, benchmark: str) -> float:
+        if isinstance(self.spread, Mapping):
+            return float(self.spread.get(benchmark, self.spread["default"]))
+        return float(self.spread)
 
 
 @dataclass(frozen=True)
@@ -109,7 +115,7 @@ class Population:
         return {
             "version": self.version,
             "description": self.description,
-            "members": {k: dataclasses.asdict(m) | {"skill": dict(m.skill)} for k, m in self.members.items()},
+            "members": {k: _member_content(m) for k, m in self.members.items()},
             "benchmarks": {k: dataclasses.asdict(b) for k, b in self.benchmarks.items()},
             "dynamics": {
                 k: v
@@ -130,6 +136,11 @@ class Population:
         return yaml.safe_dump(self.content(), sort_keys=False, width=110)
 
 
+def _member_content(m: Member) -> dict[str, Any]:
+    spread = dict(m.spread) if isinstance(m.spread, Mapping) else m.spread  # a v2/v3 scalar hashes as before
+    return dataclasses.asdict(m) | {"skill": dict(m.skill), "spread": spread}
+
+
 def _number(where: str, v: Any, low: float, high: float) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not low <= v <= high:
         raise PopulationError(f"{where}: must be a number in [{low:g}, {high:g}], got {v!r}")
@@ -144,11 +155,12 @@ def _section(where: str, raw: Any, cls: type, ranges: Mapping[str, tuple[float, 
     for key, v in raw.items():
         if key not in names:
             raise PopulationError(f"{where}.{key}: unknown field; known: {', '.join(sorted(names))}")
-        if key == "skill":
-            skill = v if isinstance(v, Mapping) else {"default": v}
-            if "default" not in skill:
-                raise PopulationError(f"{where}.skill: needs a 'default' entry")
-            kwargs[key] = {str(b): _number(f"{where}.skill.{b}", s, -8, 8) for b, s in skill.items()}
+        if key == "skill" or (key == "spread" and isinstance(v, Mapping)):
+            per = v if isinstance(v, Mapping) else {"default": v}
+            if "default" not in per:
+                raise PopulationError(f"{where}.{key}: needs a 'default' entry")
+            bounds = (-8.0, 8.0) if key == "skill" else _MEMBER["spread"]
+            kwargs[key] = {str(b): _number(f"{where}.{key}.{b}", s, *bounds) for b, s in per.items()}
             continue
         low, high = ranges[key]
         kwargs[key] = _number(f"{where}.{key}", v, low, high)
@@ -193,6 +205,11 @@ def parse(name: str, raw: Any, where: str = "population") -> Population:
         raise PopulationError(f"{where}.benchmarks: needs a 'default' entry")
     member_map = {str(k): _section(f"{where}.members.{k}", v, Member, _MEMBER) for k, v in members.items()}
     for k, m in member_map.items():
+        if isinstance(m.spread, Mapping) and str(version) < "v4":
+            raise PopulationError(
+                f"{where}.members.{k}.spread: one number per benchmark is read from population model v4 on; "
+                "give one number, or set version: v4"
+            )
         if m.tokens_q95 < m.tokens_median:
             raise PopulationError(
                 f"{where}.members.{k}.tokens_q95: must be >= tokens_median ({m.tokens_median})"

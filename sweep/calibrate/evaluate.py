@@ -26,6 +26,7 @@ from data.types import Sample
 from debate.episode import Agent, run_episode
 from debate.methods import Method, build_method
 from sweep import interrupt
+from sweep.calibrate.expected import vote_accuracy
 from sweep.calibrate.targets import Row, Targets
 from sweep.errors import ConfigError
 
@@ -116,12 +117,15 @@ def runnable(rows: Sequence[Row], checkpoints: Mapping[str, str]) -> list[Row]:
 @dataclass
 class Evaluator:
     """Runs rows of `targets` on `seeds`, at most `limit` items per dataset (None: the dataset
-    entry's own subset). Datasets load once, on first use; `throughput` accumulates over runs."""
+    entry's own subset). Datasets load once, on first use; `throughput` accumulates over runs.
+    `expected`: rows that never debate, on a population, score their expected accuracy
+    (`sweep.calibrate.expected`) instead of episodes (no cost: a fit scores accuracy alone)."""
 
     targets: Targets
     seeds: Sequence[int]
     limit: int | None = None
     concurrency: int = 64
+    expected: bool = False
     checkpoints: Mapping[str, str] = field(default_factory=dict)
     throughput: Throughput = field(default_factory=Throughput)
     _samples: dict[str, list[Sample]] = field(default_factory=dict, repr=False)
@@ -173,10 +177,17 @@ class Evaluator:
         members = [m for r in rows for m in (r.agents or self.targets.agents)]
         agents = self.team(members, make_backend)
         jobs: list[tuple[int, int, Method, list[Agent], Sample, str]] = []
+        expected: dict[str, RowResult] = {}
         for i, row in enumerate(rows):
             method = row_method(row, self.checkpoints)
             team = [agents[m] for m in (row.agents or self.targets.agents)]
             name = str(self.targets.datasets[row.dataset]["name"])
+            population = _population_of(team) if self.expected and method.rounds == 0 else None
+            if population is not None:
+                seats = [team[j].model for j in method.seat_indices([a.model for a in team])]
+                acc = 100.0 * vote_accuracy(population, seats, self.samples(row.dataset), name)
+                expected[row.key] = RowResult(row.key, acc, None, math.nan, math.nan, None, 0)
+                continue
             for seed in self.seeds:
                 jobs += [(i, seed, method, team, s, name) for s in self.samples(row.dataset)]
         gate = asyncio.Semaphore(self.concurrency)
@@ -197,7 +208,16 @@ class Evaluator:
         per_row: dict[int, dict[int, list[Outcome]]] = {}
         for job, res in zip(jobs, results, strict=True):
             per_row.setdefault(job[0], {}).setdefault(job[1], []).append(res)
-        return summarise(rows, self.targets, per_row)
+        return summarise(rows, self.targets, per_row) | expected
+
+
+def _population_of(team: Sequence[Agent]) -> Population | None:
+    """The population every seat of `team` plays, when they all play one (else None: v1 engines)."""
+    backends = [a.backend for a in team]
+    if not all(isinstance(b, PopulationBackend) for b in backends):
+        return None
+    found = {id(b.population): b.population for b in backends if isinstance(b, PopulationBackend)}
+    return next(iter(found.values())) if len(found) == 1 else None
 
 
 def summarise(

@@ -10,7 +10,8 @@ it search 8 % of each parameter's range either side of that start (`space.NEAR`,
 default), and the start is kept in the study so a rerun searches the same space.
 
 Objective (minimised): the mean over fit rows of ((predicted - published accuracy) / max(std, 2))^2,
-accuracies in percent, on `fit_seeds` and the first `fit_limit` items of each dataset."""
+accuracies in percent, on the first `fit_limit` items of each dataset: a row that never debates at
+its expected accuracy (`sweep.calibrate.expected`), a debate row on episodes of `fit_seeds`."""
 
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ class FitSettings:
     seed: int = 0
     fit_limit: int = 100
     timeout_min: float | None = None
+    expected: bool = True  # rows that never debate score their expected accuracy (`Evaluator.expected`)
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,8 @@ def fingerprint(targets: Targets, settings: FitSettings) -> str:
     fingerprint is refused."""
     dims = {k: [d.low, d.high] for k, d in space(targets).items()}
     setup = {"seeds": list(settings.fit_seeds), "limit": settings.fit_limit, "space": dims, "model": VERSION}
+    if settings.expected:  # absent from the fingerprints of fits made before it existed
+        setup["expected"] = True
     return stable_hash({"targets": targets.digest, **setup})
 
 
@@ -171,7 +175,7 @@ def fit(
     """Run (or resume) the study in `out` until it holds `settings.trials` finished trials or the
     time limit is reached; the best population so far. `out` must be owned by the caller."""
     rows = list(targets.fit_rows())
-    evaluator = Evaluator(targets, settings.fit_seeds, settings.fit_limit)
+    evaluator = Evaluator(targets, settings.fit_seeds, settings.fit_limit, expected=settings.expected)
     for row in rows:  # every dataset loads and every method builds before the first trial
         evaluator.samples(row.dataset)
         row_method(row, {})

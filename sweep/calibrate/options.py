@@ -56,7 +56,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=_count,
         default=FIT_SEEDS,
         metavar="K",
-        help=f"each trial runs the targets' first K seeds (default {FIT_SEEDS})",
+        help=f"each trial runs its debate rows on the targets' first K seeds (default {FIT_SEEDS}); "
+        "the other rows score their expected accuracy",
     )
     s.add_argument(
         "--fit-limit",

@@ -1,8 +1,8 @@
 """The search space of a calibration: which numbers of a population (`actors.populations`) the fit
 chooses, their bounds, and the population a set of values makes.
 
-Fitted, per member: its skill logit on each benchmark (the targets' dataset *names*, e.g. math500),
-its `spread` and its `calibration` (how well its stated confidence tells right from wrong: it breaks
+Fitted, per member: its skill logit and (model v4) its `spread` on each benchmark (the targets'
+dataset *names*, e.g. math500), and its `calibration` (how well its stated confidence tells right from wrong: it breaks
 the ties of small votes, so consistency at n = 2 pins it); per benchmark: `item_spread` and
 `misconception`; the dynamics' `persuasion`, `mislead`, `stubbornness`, `reflect`, `context_cost`
 and (model v3) `verify`.
@@ -51,7 +51,7 @@ def space(targets: Targets, around: Mapping[str, float] | None = None) -> dict[s
     benches = benchmarks(targets)
     for m in targets.members:
         out |= {f"skill.{m}.{b}": SKILL for b in benches}
-        out[f"spread.{m}"] = SPREAD
+        out |= {f"spread.{m}.{b}": SPREAD for b in benches}
         out[f"calibration.{m}"] = CALIBRATION_RANGE
     for b in benches:
         out |= {f"{k}.{b}": bounds for k, bounds in BENCH.items()}
@@ -81,9 +81,10 @@ def population_of(values: Mapping[str, float], targets: Targets, description: st
     members = {}
     for m, spec in targets.members.items():
         skill = {b: v[f"skill.{m}.{b}"] for b in benches}
+        spread = {b: v[f"spread.{m}.{b}"] for b in benches}
         members[m] = Member(
             skill={"default": _mean(list(skill.values())), **skill},
-            spread=v[f"spread.{m}"],
+            spread={"default": _mean(list(spread.values())), **spread},
             calibration=v[f"calibration.{m}"],
             # Token figures the targets lack keep the model's defaults (`actors.populations.Member`).
             tokens_median=int(spec.get("tokens_median") or Member.tokens_median),
@@ -115,7 +116,7 @@ def values_of(population: Population, targets: Targets) -> dict[str, float]:
     for m in targets.members:
         member = population.members.get(m, fallback)
         raw |= {f"skill.{m}.{b}": member.skill_on(b) for b in benchmarks(targets)}
-        raw[f"spread.{m}"] = member.spread
+        raw |= {f"spread.{m}.{b}": member.spread_on(b) for b in benchmarks(targets)}
         raw[f"calibration.{m}"] = member.calibration
     for b in benchmarks(targets):
         raw |= {f"{k}.{b}": float(getattr(population.bench(b), k)) for k in BENCH}
@@ -133,7 +134,7 @@ def start_values(targets: Targets) -> dict[str, float]:
         if not solo or f"skill.{row.agents[0]}.{names[row.dataset]}" not in values:
             continue
         m, b = row.agents[0], names[row.dataset]
-        sd2 = values[f"spread.{m}"] ** 2 + values[f"item_spread.{b}"] ** 2
+        sd2 = values[f"spread.{m}.{b}"] ** 2 + values[f"item_spread.{b}"] ** 2
         p = min(0.99, max(0.01, row.acc / 100))
         low, high = SKILL
         values[f"skill.{m}.{b}"] = min(

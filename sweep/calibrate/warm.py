@@ -4,8 +4,8 @@ over a small grid and kept where the fit rows it touches score best, so the Optu
 from their middles.
 
 A parameter is scored on the rows it can move, which keeps each step cheap: a member's skill on a
-benchmark on that benchmark's rows that seat the member; its spread and calibration on every row that
-seats it; a benchmark's item spread and misconception on that benchmark's rows; the debate dynamics
+benchmark and its spread there on that benchmark's rows that seat the member; its calibration on every
+row that seats it; a benchmark's item spread and misconception on that benchmark's rows; the debate dynamics
 on the rows that debate (`fixed`). Common random numbers (the same seeds and items every time) make
 each score a deterministic function of the values, so a grid comparison is meaningful."""
 
@@ -24,10 +24,10 @@ PASSES = ((1 / 8, 2), (1 / 24, 1))  # (grid step as a share of the range, steps 
 def _rows_of(name: str, rows: Sequence[Row], bench_of: Mapping[str, str]) -> list[Row]:
     """The fit rows parameter `name` can move (see the module docstring)."""
     kind, _, rest = name.partition(".")
-    if kind == "skill":
+    if kind in ("skill", "spread"):
         member, _, bench = rest.partition(".")
         return [r for r in rows if member in r.agents and bench_of[r.dataset] == bench]
-    if kind in ("spread", "calibration"):
+    if kind == "calibration":
         return [r for r in rows if rest in r.agents]
     if kind == "dynamics":
         return [r for r in rows if r.method.get("name") == "fixed"]

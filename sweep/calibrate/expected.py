@@ -1,0 +1,117 @@
+"""A population's expected accuracy on the rows that never debate (one model alone, self-consistency,
+Vote, Consistency-Fuse): the mean over the row's items of the chance that the majority vote of
+independent round-0 samples is right, estimated by `DRAWS` Monte Carlo draws per item with a fixed
+stream, so it is a smooth, deterministic function of the population's numbers.
+
+Why: the fit rows are mostly consistency curves whose neighbouring points differ by 1-3 points, while
+one seed of 100 items moves a row by about 5 (a binomial's sd); a fit that scores episodes on a seed
+or two fits that seed's luck (the v3 fits did: their curves zig-zag). Scored on expectations, a
+fit's residuals are the model's, not the sample's. Debate rows still run as episodes.
+
+Each draw follows the population model's round-0 reply (`actors.population`): right with the
+member's competence p on the item; wrong, the item's shared misconception with probability
+`misconception`, else one of the member's own slips (uniform over the item's other distractors); a
+confidence from the calibrated tables at rate `calibration`, else uniform. The vote is
+`debate.vote.majority_vote`'s rule: most votes, then the highest summed confidence, then the
+smallest answer. `tests/test_calibrate_expected.py` holds these estimates to the mean of real
+episodes over many seeds, so the two cannot drift apart."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from actors.population import PopulationBackend
+from actors.populations import Population
+from actors.sim_hints import Hints
+from actors.sim_items import CONF_RIGHT, CONF_UNIFORM, CONF_WRONG, item_profile
+from data.graders import grader_for
+from data.types import Sample
+
+DRAWS = 500  # per item: the estimate's sd is about 0.2 points on 100 items
+_DISTRACTORS = 4  # as the population model (`actors.population._DISTRACTORS`)
+_SEED = 0x5EED  # one fixed stream: the same draws for every population, so estimates compare
+
+
+_PROFILES: dict[tuple[str, str, str, int], tuple[tuple[str, ...], tuple[bool, ...]]] = {}
+
+
+def _profile(sample: Sample) -> tuple[tuple[str, ...], tuple[bool, ...]]:
+    """The item's answers as the population model sees them (its hints), gold first, then its
+    distractors, the shared misconception first; and which of them the item's grader accepts (a
+    distractor can be an equivalent form of the gold). Kept per item: a fit asks thousands of times."""
+    key = (sample.id, sample.gold, sample.kind, len(sample.choices))
+    if key not in _PROFILES:
+        hints = {
+            "kind": sample.kind,
+            "gold": sample.gold,
+            "n_choices": len(sample.choices),
+            "item": sample.id,
+        }
+        h = Hints.read(hints)
+        assert h.gold is not None
+        wrong = item_profile(h.item, h.gold, h.kind, h.n_choices, _DISTRACTORS)[1]
+        grader = grader_for(sample)
+        _PROFILES[key] = (h.gold, *wrong), (True, *(grader.grade(w, sample.gold) == "correct" for w in wrong))
+    return _PROFILES[key]
+
+
+def _confidence(rng: np.random.Generator, right: np.ndarray, calibration: np.ndarray) -> np.ndarray:
+    """Stated confidences 1-5 for samples `right` (bool), seat by seat `calibration` on the last axis."""
+    calibrated = rng.random(right.shape) < calibration
+    u = rng.random(right.shape)
+    out = np.empty(right.shape, dtype=np.int64)
+    for table, where in (
+        (CONF_RIGHT, calibrated & right),
+        (CONF_WRONG, calibrated & ~right),
+        (CONF_UNIFORM, ~calibrated),
+    ):
+        out[where] = np.minimum(5, np.searchsorted(np.asarray(table), u[where] * table[-1], side="right") + 1)
+    return out
+
+
+def vote_accuracy(
+    population: Population,
+    seats: Sequence[str],
+    samples: Sequence[Sample],
+    dataset: str,
+    draws: int = DRAWS,
+) -> float:
+    """Expected accuracy (0-1) of the majority vote of one round-0 sample per seat (member names,
+    repeats allowed) on `samples` of benchmark `dataset`, averaged over the items."""
+    if not seats or not samples:
+        raise ValueError("vote_accuracy: needs at least one seat and one item")
+    rng = np.random.default_rng(_SEED)
+    members = {m: PopulationBackend(model=m, population=population, member=m) for m in dict.fromkeys(seats)}
+    profiles = [_profile(s) for s in samples]
+    width = max(len(answers) for answers, _ in profiles)
+    # Per item (rows): each seat's competence, its number of own slips, its answers' string order
+    # (the vote's last tie-break; padding ranks last) and which answers the grader accepts.
+    p = np.array(
+        [
+            [members[m].competence(s.id, a[0], dataset) for m in seats]
+            for s, (a, _) in zip(samples, profiles, strict=True)
+        ]
+    )
+    slips = np.array([len(a) - 2 for a, _ in profiles])[:, None, None]
+    lex = np.full((len(samples), width), width)
+    accepted = np.zeros((len(samples), width), dtype=bool)
+    for i, (answers, ok) in enumerate(profiles):
+        lex[i, : len(answers)] = np.argsort(np.argsort(answers))
+        accepted[i, : len(ok)] = ok
+    shape = (len(samples), draws, len(seats))
+    right = rng.random(shape) < p[:, None, :]
+    # Answer codes: 0 the gold, 1 the shared misconception, 2 + k the k-th own slip.
+    misconceived = (rng.random(shape) < population.bench(dataset).misconception) | (slips < 1)
+    slip = 2 + np.floor(rng.random(shape) * np.maximum(slips, 1)).astype(np.int64)
+    code = np.where(right, 0, np.where(misconceived, 1, slip))
+    conf = _confidence(rng, right, np.array([population.member(m).calibration for m in seats]))
+    score = np.zeros((len(samples), draws, width))
+    for k in range(width):
+        mine = code == k
+        votes, support = mine.sum(axis=2), (conf * mine).sum(axis=2)
+        # Most votes, then most summed confidence (5 x seats < 100), then the smallest answer.
+        score[:, :, k] = votes * 1e6 + support * 1e2 + (width - lex[:, k : k + 1]) * (votes > 0)
+    winner = score.argmax(axis=2)
+    return float(np.take_along_axis(accepted, winner, axis=1).mean())

@@ -1,0 +1,115 @@
+"""The fit's expected accuracy of rows that never debate (`sweep.calibrate.expected`) against the
+mean of real episodes over many seeds, the v4 model's per-benchmark spread, and a fit's evaluator
+scoring those rows by expectation while debate rows still run."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors.population import PopulationBackend
+from actors.populations import Population, parse
+from data.registry import load_benchmark
+from sweep.calibrate.evaluate import Evaluator, population_backends
+from sweep.calibrate.expected import vote_accuracy
+from sweep.calibrate.targets import load_targets
+
+SEEDS = 40  # episodes per item for the reference mean: its se on 30 items is about 1.3 points
+
+
+def team(calibration: float = 0.8, **spread: float) -> Population:
+    raw: dict[str, Any] = {
+        "version": "v4",
+        "members": {
+            "a": {
+                "skill": {"default": 0.4},
+                "spread": {"default": 1.0, **spread},
+                "calibration": calibration,
+            },
+            "b": {"skill": {"default": -0.3}, "spread": 1.5, "calibration": calibration},
+        },
+        "benchmarks": {"default": {"item_spread": 1.0, "misconception": 0.4}},
+    }
+    return parse("test", raw)
+
+
+TARGETS = """\
+paper: "A test table"
+population: test
+members:
+  a: {price_in: 1.0, price_out: 2.0}
+  b: {price_in: 1.0, price_out: 2.0}
+agents: [a, b, a]
+rounds: 2
+seeds: [%s]
+datasets:
+  ar: {name: arith, split: test, limit: 30}
+v1:
+  a: {skill: 0.6}
+  b: {skill: 0.4}
+fit:
+  - {label: A, dataset: ar, method: cot, agents: [a], acc: 60.0, where: "T1"}
+  - {label: A n=3, dataset: ar, method: {name: cot_sc, args: {m: 3}}, agents: [a], acc: 60.0, where: "T1"}
+  - {label: A n=2, dataset: ar, method: {name: cot_sc, args: {m: 2}}, agents: [a], acc: 60.0, where: "T1"}
+  - {label: Vote, dataset: ar, method: vote, acc: 60.0, where: "T1"}
+  - {label: Fuse n=5, dataset: ar, method: {name: consistency, args: {m: 5, pool: fuse}}, acc: 60.0, where: "T1"}
+  - {label: Full-Debate, dataset: ar, method: {name: fixed, args: {topology: clique}}, acc: 70.0, where: "T1"}
+"""
+
+
+@pytest.fixture
+def targets(tmp_path: Path) -> Any:
+    path = tmp_path / "targets.yaml"
+    path.write_text(TARGETS % ", ".join(map(str, range(SEEDS))), encoding="utf-8")
+    return load_targets(path)
+
+
+def test_expected_accuracy_matches_the_episodes_mean(targets: Any) -> None:
+    """Each non-debate row's expectation lies within 4 standard errors of the mean of its episodes
+    over 40 seeds: the estimate follows the model's samples, slips, confidences and vote rule."""
+    pop = team()
+    episodes = Evaluator(targets, targets.seeds).run(list(targets.fit_rows()), population_backends(pop))
+    expected = Evaluator(targets, [0], expected=True).run(list(targets.fit_rows()), population_backends(pop))
+    for row in targets.fit_rows():
+        got, want = expected[row.key], episodes[row.key]
+        if row.label == "Full-Debate":  # debate rows still run as episodes
+            assert got.episodes == 30 and not math.isnan(got.cost)
+            continue
+        assert got.episodes == 0 and got.std is None
+        assert want.std is not None
+        se = want.std / math.sqrt(SEEDS)
+        assert abs(got.acc - want.acc) < 4 * se + 0.5, (row.label, got.acc, want.acc, se)
+
+
+def test_calibrated_confidence_breaks_ties_of_two_samples() -> None:
+    """With two samples a tie goes to the more confident: calibrated confidence lifts n = 2 above one
+    sample, uninformative confidence leaves it where one sample is (the vote rule in the estimate)."""
+    items = load_benchmark("arith", "test", 60)
+    for calibration, lift in ((1.0, 0.02), (0.0, None)):
+        pop = team(calibration=calibration)
+        one = vote_accuracy(pop, ["a"], items, "arith", draws=2000)
+        two = vote_accuracy(pop, ["a", "a"], items, "arith", draws=2000)
+        if lift is None:
+            assert abs(two - one) < 0.01
+        else:
+            assert two > one + lift
+
+
+def test_v4_spread_per_benchmark() -> None:
+    """A member's spread can differ by benchmark (v4): a larger one flattens its consistency curve
+    there; a v3 file may not give one, and a v3 file's digest is what it was."""
+    items = load_benchmark("arith", "test", 60)
+    pop = team(hard=3.0)
+    flat = vote_accuracy(pop, ["a"] * 9, items, "hard") - vote_accuracy(pop, ["a"], items, "hard")
+    steep = vote_accuracy(pop, ["a"] * 9, items, "arith") - vote_accuracy(pop, ["a"], items, "arith")
+    assert steep > flat + 0.05
+    backend = PopulationBackend("a", pop, "a")
+    assert backend.member.spread_on("hard") == 3.0 and backend.member.spread_on("arith") == 1.0
+    v3 = {**pop.content(), "version": "v3"}
+    with pytest.raises(ValueError, match=r"members.a.spread: one number per benchmark is read from .* v4"):
+        parse("test", v3)
+    scalar = parse("test", {**v3, "members": {"a": {"skill": {"default": 0.1}, "spread": 1.2}}})
+    assert scalar.content()["members"]["a"]["spread"] == 1.2  # a scalar hashes as a scalar, as before
