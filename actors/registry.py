@@ -4,27 +4,57 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from actors.arguments import ArgsCheck, check_args, declared
 from actors.base import Backend
 
 BackendFactory = Callable[..., Backend]
+
+
+@dataclass(frozen=True)
+class Traits:
+    """What the sweep may ask of an engine without knowing its name: `simulated` — its agents are
+    simulated (results are labelled so; its time is its own, so no throughput profile); `reads_gold`
+    — its requests' hints reach the agent whole, gold included (a method that reads the gold runs only
+    on such an engine); `in_process` — cheap enough to run in the driver unless a cluster is named;
+    `population_arg` — the argument naming the population its model plays (none: population v1)."""
+
+    simulated: bool = False
+    reads_gold: bool = False
+    in_process: bool = False
+    population_arg: str | None = None
+
+
 _ENGINES: dict[str, BackendFactory] = {}
 _CHECKS: dict[str, ArgsCheck] = {}
+_TRAITS: dict[str, Traits] = {}
 
 
-def backend(name: str, check: ArgsCheck | None = None) -> Callable[[BackendFactory], BackendFactory]:
-    """Register an engine factory under `name`; the factory takes `model=` and the engine's args.
-    `check`, called with every argument (defaults filled in), raises ValueError on a bad range."""
+def backend(
+    name: str, check: ArgsCheck | None = None, traits: Traits = Traits()
+) -> Callable[[BackendFactory], BackendFactory]:
+    """Register an engine factory under `name`, with its `traits`; the factory takes `model=` and the
+    engine's args. `check`, called with every argument (defaults filled in), raises ValueError on a
+    bad range."""
 
     def deco(factory: BackendFactory) -> BackendFactory:
         _ENGINES[name] = factory
+        _TRAITS[name] = traits
         if check is not None:
             _CHECKS[name] = check
         return factory
 
     return deco
+
+
+def engine_traits(engine: str) -> Traits:
+    """The traits engine `engine` registered with (KeyError naming the known engines)."""
+    _load_builtins()
+    if engine not in _TRAITS:
+        raise KeyError(unknown_name_message("engine", engine, sorted(_ENGINES)))
+    return _TRAITS[engine]
 
 
 def check_engine_args(engine: str, model: str, args: dict[str, Any]) -> None:

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from actors.base import ChatRequest, Completion, Timer
-from actors.registry import backend
+from actors.registry import Traits, backend
 from actors.sim_hints import Hints
 from actors.sim_items import CONF_RIGHT as _CONF_RIGHT
 from actors.sim_items import CONF_UNIFORM as _CONF_UNIFORM
@@ -134,7 +134,11 @@ def _check_population(model: str, population: str, member: str, given: dict[str,
         raise ValueError(str(e)) from None
 
 
-@backend("simulated", check=check_args)
+@backend(
+    "simulated",
+    check=check_args,
+    traits=Traits(simulated=True, reads_gold=True, in_process=True, population_arg="population"),
+)
 class SimulatedBackend:
     """A population of simulated debaters served under one model name (see the module docstring)."""
 

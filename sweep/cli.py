@@ -241,7 +241,9 @@ def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, er
         known = isinstance(e, DiskFull | TrackingFailed | CacheBusy)  # their messages say what to do
         print(f"error: {e}" if known else f"error: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
-    simulated = all(cfg.models[m].engine == "simulated" for m in cfg.team())
+    from actors.registry import engine_traits
+
+    simulated = all(engine_traits(cfg.models[m].engine).simulated for m in cfg.team())
     if outcome.summary:  # a worker's is empty: the owner summarises the sweep
         out.print(summary_table(outcome.summary, simulated))
         from sweep.debate_effect import print_effects

@@ -18,7 +18,7 @@ from pydantic import (
 )
 
 from actors.populations import load as load_population
-from actors.registry import check_engine_args, engine_names
+from actors.registry import check_engine_args, engine_names, engine_traits
 from data.registry import benchmark_names
 from debate.methods import METHODS, build_method
 from debate.spec import closest, stable_hash
@@ -85,8 +85,9 @@ class ModelSpec(_Strict):
 
 
 def population_ref(spec: ModelSpec) -> str:
-    """The population a model plays: the simulated engine's `population` argument, else "v1"."""
-    return str(spec.args.get("population", "v1")) if spec.engine == "simulated" else "v1"
+    """The population a model plays: its engine's population argument (a trait), else "v1"."""
+    arg = engine_traits(spec.engine).population_arg
+    return str(spec.args.get(arg, "v1")) if arg else "v1"
 
 
 def model_identity(name: str, spec: ModelSpec) -> dict[str, Any]:
@@ -206,14 +207,15 @@ class SweepConfig(_Strict):
         if len(self.team()) > 1024:
             raise ValueError(f"agents: {len(self.team())} seats in all; at most 1024")
         seats = [(j, a.model, self.models[a.model].engine) for j, a in enumerate(self.agents)]
-        for i, m in enumerate(self.methods):  # a method bound to one engine (the oracle reads the gold)
-            only: tuple[str, str] = getattr(METHODS[m.name].params, "ENGINE_ONLY", ("", ""))  # (engine, why)
+        for i, m in enumerate(self.methods):  # a method may need an engine trait (the oracle: reads_gold)
+            needs: tuple[str, str] = getattr(METHODS[m.name].params, "ENGINE_NEEDS", ("", ""))  # (trait, why)
             for j, name, engine in seats:
-                if only[0] and engine != only[0]:
-                    fix = f"use {only[0]} models only, or drop {m.name}"
+                if needs[0] and not getattr(engine_traits(engine), needs[0]):
+                    able = [e for e in engine_names() if getattr(engine_traits(e), needs[0])]
                     raise ValueError(
-                        f"methods[{i}]: {m.name} {only[1]} and runs only on the {only[0]} engine; "
-                        f"agents[{j}] ('{name}') runs on '{engine}': {fix}"
+                        f"methods[{i}]: {m.name} {needs[1]} and runs only on the {', '.join(able)} engine; "
+                        f"agents[{j}] ('{name}') runs on '{engine}': use {' or '.join(able)} models only, "
+                        f"or drop {m.name}"
                     )
         return self
 

@@ -18,6 +18,7 @@ from typing import Any
 from rich.console import Console
 
 from actors.base import Backend, ChatRequest, Completion
+from actors.registry import engine_traits
 from debate.episode import Agent
 from debate.prompts import REPLY_SCHEMA
 from sweep.cache import CachedBackend, CallCache
@@ -86,14 +87,14 @@ def reply_schema(max_tokens: int) -> dict[str, Any]:
 
 
 def in_process(cfg: SweepConfig, model: str, address: str | None = None) -> bool:
-    """Whether `model` runs in the driver process (`ray.in_process`; default: the simulated engine,
-    unless a cluster is named — `--address`, `ray.address` or the `RAY_ADDRESS` a job gets — where
+    """Whether `model` runs in the driver process (`ray.in_process`; default: an engine whose traits
+    say `in_process` — the simulated one — unless a cluster is named — `--address`, `ray.address` or the `RAY_ADDRESS` a job gets — where
     every engine runs on the cluster)."""
     if cfg.ray.in_process is not None:
         return cfg.ray.in_process
     if address or cfg.ray.address or os.environ.get("RAY_ADDRESS"):
         return False
-    return cfg.models[model].engine == "simulated"
+    return engine_traits(cfg.models[model].engine).in_process
 
 
 class EngineStartError(FatalError):
@@ -148,7 +149,7 @@ class EnginePool:
     @property
     def simulated(self) -> set[str]:
         """The models whose results are labelled simulated."""
-        return {m for m in self.models if self.cfg.models[m].engine == "simulated"}
+        return {m for m in self.models if engine_traits(self.cfg.models[m].engine).simulated}
 
     def __enter__(self) -> EnginePool:
         out = Path(self.cfg.output_dir).resolve()

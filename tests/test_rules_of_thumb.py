@@ -269,3 +269,29 @@ def test_all_four_run_in_a_sweep_and_are_listed(tmp_path: Path, capsys: pytest.C
     listed = capsys.readouterr().out
     for name in ("silent", "least_confident", "confidence_keep", "oracle"):
         assert f"\n│ {name} " in listed
+
+
+def test_engines_are_told_apart_by_their_traits(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The oracle, the in-process default, the simulated label and the population an engine's model
+    plays follow the engine's registered traits, not its name: a new engine declaring `reads_gold`
+    runs the oracle, and the simulated engine without that trait may not."""
+    from actors import registry
+    from sweep.config import ModelSpec, load_config, population_ref
+    from sweep.pool import in_process
+
+    registry.engine_names()  # the built-in engines are registered before the patch
+    monkeypatch.setitem(registry._ENGINES, "gold_toy", registry._ENGINES["simulated"])
+    monkeypatch.setitem(
+        registry._TRAITS, "gold_toy", registry.Traits(reads_gold=True, population_arg="population")
+    )
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(config(tmp_path, "gold_toy")))
+    cfg = load_config(path)  # the oracle is accepted beside an engine that reads the gold
+    assert not in_process(cfg, "other") and in_process(cfg, "sim")
+    assert population_ref(ModelSpec(engine="gold_toy", args={"population": "cpp"})) == "cpp"
+    assert population_ref(ModelSpec(engine="llama_cpp", args={})) == "v1"
+    monkeypatch.setitem(registry._TRAITS, "simulated", registry.Traits(simulated=True))
+    with pytest.raises(
+        ConfigError, match=r"oracle reads the gold answer and runs only on the gold_toy engine"
+    ):
+        validate(config(tmp_path, "gold_toy"))

@@ -9,7 +9,7 @@ it knew who is wrong: a ceiling to read their gains against, not a strict bound 
 stochastically, and fixing a wrong agent may split a wrong vote rather than win it).
 
 It runs only on the simulated engine: `sweep` refuses a config that pairs it with any other engine
-(`ENGINE_ONLY`). The gold never reaches a prompt or a stored record: the episode loop binds the router
+(`ENGINE_NEEDS`: an engine whose traits say `reads_gold`). The gold never reaches a prompt or a stored record: the episode loop binds the router
 to its item (`for_item`, in the driver), which grades the agents' answers itself; the decision record
 holds only the budget left. Nothing is drawn from the router rng.
 """
@@ -36,7 +36,7 @@ class Oracle:
 
     budget: int = 12  # RUMAD's default B
     LABEL: ClassVar[tuple[str, ...]] = ("budget",)
-    ENGINE_ONLY: ClassVar[tuple[str, str]] = ("simulated", "reads the gold answer")  # (engine, why)
+    ENGINE_NEEDS: ClassVar[tuple[str, str]] = ("reads_gold", "reads the gold answer")  # (engine trait, why)
 
     def __post_init__(self) -> None:
         if self.budget < 0:

@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from actors.batch_curve import BatchCurve
+from actors.registry import engine_traits
 
 HOME = Path(__file__).resolve().parent
 CPU_PROFILES = {"llama_cpp": HOME / "smollm2_cpu.yaml"}
@@ -92,8 +93,8 @@ def load_profile(path: Path) -> Profile:
 
 
 def engine_profile(engine: str) -> Profile | None:
-    """The packaged profile for `engine`; None for the simulated engine (its latency is its time)."""
-    if engine == "simulated":
+    """The packaged profile for `engine`; None for a simulated engine (its latency is its time)."""
+    if engine_traits(engine).simulated:
         return None
     if engine in CPU_PROFILES:
         profile = load_profile(CPU_PROFILES[engine])

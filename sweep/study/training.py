@@ -29,7 +29,8 @@ from debate.spec import stable_hash
 from search_spaces import SearchSpace, SpaceError
 from sweep.config import ConfigError, SweepConfig
 from sweep.study.spaces import check_method
-from sweep.train.config import PG_TUNED, REWARD_KEYS, REWARDS, PGConfig, TrainSetup, load_train, reward_keys
+from sweep.train.algorithms import TUNED
+from sweep.train.config import REWARD_KEYS, REWARDS, TrainSetup, load_train, reward_keys
 from sweep.train.limits import StrictBool, Updates
 
 if TYPE_CHECKING:  # optuna is imported where a study runs: `sweep run` must not need it
@@ -81,13 +82,15 @@ def load_training(
             raise ConfigError(
                 f"train.config: model '{m}' is not the study's; train and evaluate on the same models (one engine pool)"
             )
-    rk, pk = reward_keys(method), PG_TUNED if setup.algorithm == "pg" else ()
+    rk, pk = reward_keys(method), setup.trainer.tuned
     for p in space.params:
         if p.name not in rk and p.name not in pk:
             continue
         for value in p.extremes():
             try:
-                REWARDS[method](**{p.name: value}) if p.name in rk else PGConfig(**{p.name: value})
+                REWARDS[method](**{p.name: value}) if p.name in rk else setup.trainer.hparams(
+                    **{p.name: value}
+                )
             except (ValueError, TypeError) as e:
                 what = "the reward" if p.name in rk else "pg"
                 raise ConfigError(
@@ -112,7 +115,7 @@ def trial_training(training: TrainSetup, out: Path, params: dict[str, Any]) -> T
 TRAINING_KEYS = {
     *REWARD_KEYS,
     *reward_keys("cpp"),
-    *PG_TUNED,
+    *TUNED,
 }  # what trained methods' spaces tune besides the router
 
 
@@ -142,9 +145,9 @@ async def train_trial(
     """Train the trial's policy; its checkpoint's path, or None when the training curve was pruned.
     The trial's user attrs get the curve, the reward weights and the router's arguments."""
     from sweep.targets import own_dir
-    from sweep.train import pg, ppo, state
+    from sweep.train import state
 
-    train_async = pg.train_async if training.algorithm == "pg" else ppo.train_async
+    train_async = training.trainer.programs().train_async
     setup = trial_training(training, out, params)
     from optuna.trial import TrialState
 

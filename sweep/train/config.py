@@ -22,6 +22,7 @@ from sweep import paths
 from sweep.config import ConfigError, SweepConfig, Tracking, apply_override, one_line, read_yaml, validate
 from sweep.errors import model_or_error
 from sweep.train import limits as lim
+from sweep.train.algorithms import ALGORITHMS, SECTIONS, Algorithm
 from sweep.train.hparams import CppPolicyConfig as CppPolicyConfig  # re-exported
 from sweep.train.hparams import PGConfig as PGConfig  # re-exported
 from sweep.train.hparams import PolicyConfig as PolicyConfig  # re-exported
@@ -31,7 +32,6 @@ TRAINABLE = ("rumad", "cpp")  # routers with a learned policy this trainer can u
 ALGORITHM = {"rumad": "ppo", "cpp": "pg"}  # each method's algorithm (the only one it trains with)
 REWARDS: dict[str, type] = {"rumad": RewardWeights, "cpp": CppReward}
 REWARD_KEYS = [f.name for f in dataclasses.fields(RewardWeights)]
-PG_TUNED = ("lr", "entropy_coef", "entropy_decay")  # `pg:` keys a study may tune beside the reward
 
 
 def reward_keys(method: str) -> list[str]:
@@ -135,16 +135,28 @@ class TrainSetup:
         return self.cfg.algorithm or ALGORITHM[self.cfg.method.name]
 
     @property
+    def trainer(self) -> Algorithm:
+        """The training's algorithm, from the table (`sweep.train.algorithms`)."""
+        return ALGORITHMS[self.algorithm]
+
+    @property
+    def hparams(self) -> PPOConfig | PGConfig:
+        """The algorithm's own section (`ppo:` or `pg:`)."""
+        section = getattr(self.cfg, self.trainer.name)  # each algorithm's section is keyed by its name
+        assert isinstance(section, PPOConfig | PGConfig)
+        return section
+
+    @property
     def updates(self) -> int:
         """The updates a finished training has made (its algorithm's `updates`)."""
-        return self.cfg.pg.updates if self.algorithm == "pg" else self.cfg.ppo.updates
+        return self.hparams.updates
 
     @property
     def seed(self) -> int:
         """The seed of the training's own algorithm (`ppo.seed` or `pg.seed`): the network's
         initialisation and every draw, the rollouts' engine seeds included. Its section is in the
         fingerprint, so a resume with another seed is refused."""
-        return self.cfg.pg.seed if self.algorithm == "pg" else self.cfg.ppo.seed
+        return self.hparams.seed
 
     def fingerprint(self) -> str:
         """What decides the training's course; a resumed training must match it. `ppo.updates` is left
@@ -164,18 +176,18 @@ class TrainSetup:
         }
         # evaluations never change the training; the other algorithm's sections do not apply (a RUMAD
         # training's fingerprint is what it was before CPP's sections existed)
-        unused = {"pg", "cpp", "algorithm"} if self.algorithm == "ppo" else {"ppo", "policy"}
-        cfg = self.cfg.model_dump(mode="json", exclude=where | unused)
-        cfg["pg" if self.algorithm == "pg" else "ppo"].pop("updates")
+        cfg = self.cfg.model_dump(mode="json", exclude=where | (SECTIONS - self.trainer.reads))
+        cfg[self.trainer.name].pop("updates")
         return stable_hash({"base": base, "train": cfg})
 
     def with_params(self, params: dict[str, Any], output_dir: str) -> TrainSetup:
         """This training with some reward weights and router arguments replaced (a study trial's)."""
-        rk, pk = reward_keys(self.cfg.method.name), PG_TUNED if self.algorithm == "pg" else ()
+        rk, pk = reward_keys(self.cfg.method.name), self.trainer.tuned
         reward = {**self.cfg.reward, **{k: v for k, v in params.items() if k in rk}}
         args = {**self.cfg.method.args, **{k: v for k, v in params.items() if k not in rk and k not in pk}}
         raw = self.cfg.model_dump(mode="json") | {"reward": reward, "output_dir": output_dir}
-        raw["pg"] = {**raw["pg"], **{k: v for k, v in params.items() if k in pk}}
+        own = self.trainer.name
+        raw[own] = {**raw[own], **{k: v for k, v in params.items() if k in pk}}
         raw["method"] = {"name": self.cfg.method.name, "args": args}
         cfg = _validated(raw)
         return TrainSetup(cfg, _base_sweep(cfg, self.source.parent), self.source)
