@@ -191,6 +191,7 @@ def _work(job: Job) -> int:
         how = (
             f"fitted with {settings.sampler} ({result.complete} trials, seed {settings.seed}) on seeds "
             f"{list(settings.fit_seeds)} and at most {settings.fit_limit} items per dataset"
+            + (" (rows that never debate at their expected accuracy)" if settings.expected else "")
         )
     split = "fit" if job.args.fit_only else None
     done = predict(targets, population, job.checkpoints, not job.args.no_v1, say, split)
