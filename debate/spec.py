@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import inspect
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
+
+from common.names import closest as closest  # re-exported: the project's one did-you-mean
 
 T = TypeVar("T")
 
@@ -107,12 +108,6 @@ class Spec:
         """A short human label, e.g. `fixed(topology=ring)`."""
         inner = ",".join(f"{k}={v}" for k, v in self.args)
         return f"{self.name}({inner})" if inner else self.name
-
-
-def closest(name: str, known: list[str]) -> str:
-    """' (did you mean 'x'?)' or ''."""
-    close = difflib.get_close_matches(name, known, n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 class Registry(Generic[T]):

@@ -17,7 +17,6 @@ against the method registry. Nothing here imports Optuna or the debate core: `sa
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import yaml
+
+from common.names import closest
 
 SPACES_DIR = Path(__file__).resolve().parent
 Choice = None | bool | int | float | str
@@ -128,7 +129,7 @@ def find_space(ref: str | Path, base_dir: Path | None = None) -> Path:
     path = next((c for c in candidates if c.is_file()), None)
     if path is None:
         raise SpaceError(
-            f"search_space: {text!r} is neither a file nor a packaged space{close_match(text, space_names())}; "
+            f"search_space: {text!r} is neither a file nor a packaged space{closest(text, space_names())}; "
             f"packaged: {', '.join(space_names())}"
         )
     return path
@@ -142,7 +143,7 @@ def parse_space(raw: Any, source: str = "<inline>") -> SearchSpace:
     if unknown:
         key = sorted(unknown)[0]
         raise SpaceError(
-            f"{source}: unknown key '{key}'{close_match(key, sorted(_TOP))}; allowed: method, description, params"
+            f"{source}: unknown key '{key}'{closest(key, sorted(_TOP))}; allowed: method, description, params"
         )
     method, params = raw.get("method"), raw.get("params")
     if not isinstance(method, str) or not method:
@@ -166,7 +167,7 @@ def _param(name: str, spec: Any, where: str, earlier: list[Param]) -> Param:
     if unknown:
         key = sorted(unknown)[0]
         raise SpaceError(
-            f"{where}: unknown key '{key}'{close_match(key, sorted(_KEYS))}; allowed: {', '.join(sorted(_KEYS))}"
+            f"{where}: unknown key '{key}'{closest(key, sorted(_KEYS))}; allowed: {', '.join(sorted(_KEYS))}"
         )
     when = _when(spec.get("when"), where, earlier)
     if "choices" in spec:
@@ -242,7 +243,7 @@ def _when(raw: Any, where: str, earlier: list[Param]) -> tuple[tuple[str, tuple[
     for name, value in raw.items():
         if name not in known:
             raise SpaceError(
-                f"{where}: when names '{name}', which is not a parameter declared above it{close_match(str(name), list(known))}; "
+                f"{where}: when names '{name}', which is not a parameter declared above it{closest(str(name), list(known))}; "
                 "declare conditions first"
             )
         values = tuple(value) if isinstance(value, list) else (value,)
@@ -269,8 +270,3 @@ def _param_dict(p: Param) -> dict[str, Any]:
     if p.when:
         out["when"] = {k: list(v) for k, v in p.when}
     return out
-
-
-def close_match(name: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""

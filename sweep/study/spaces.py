@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from common.names import closest
 from debate.methods import build_method
 from debate.registry import METHODS, method_def
-from search_spaces import SearchSpace, SpaceError, close_match
+from search_spaces import SearchSpace, SpaceError
 
 
 def check_method(space: SearchSpace, method: str, fixed: Mapping[str, Any] | None = None) -> None:
@@ -23,7 +24,7 @@ def check_method(space: SearchSpace, method: str, fixed: Mapping[str, Any] | Non
     if method not in METHODS:
         known = sorted(METHODS)
         raise SpaceError(
-            f"{where}: method '{method}' is not registered{close_match(method, known)}; known: {', '.join(known)}"
+            f"{where}: method '{method}' is not registered{closest(method, known)}; known: {', '.join(known)}"
         )
     takes = list(method_def(method).defaults())
     overlap = sorted(set(fixed or {}) & set(space.names))
@@ -34,7 +35,7 @@ def check_method(space: SearchSpace, method: str, fixed: Mapping[str, Any] | Non
     for p in space.params:
         if p.name not in takes:
             raise SpaceError(
-                f"{where}: params.{p.name}: method '{method}' has no argument '{p.name}'{close_match(p.name, takes)}; "
+                f"{where}: params.{p.name}: method '{method}' has no argument '{p.name}'{closest(p.name, takes)}; "
                 f"it takes: {', '.join(takes)}"
             )
         for value in p.extremes():
