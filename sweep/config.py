@@ -19,11 +19,12 @@ from pydantic import (
 
 from actors.populations import load as load_population
 from actors.registry import check_engine_args, engine_names, engine_traits
+from common.names import unknown_name
 from data.registry import benchmark_names
 from debate.methods import METHODS, build_method
 from debate.spec import closest, stable_hash
 from sweep import paths
-from sweep.errors import FIXES, ConfigError, model_or_error
+from sweep.errors import ConfigError, model_or_error, validation_line
 from sweep.fields import (
     Cpus,
     Large,
@@ -71,9 +72,7 @@ class ModelSpec(_Strict):
     @classmethod
     def _known_engine(cls, v: str) -> str:
         if v not in engine_names():
-            raise ValueError(
-                f"unknown engine '{v}'{closest(v, engine_names())}; known: {', '.join(engine_names())}"
-            )
+            raise ValueError(unknown_name("engine", v, engine_names()))
         return v
 
     @model_validator(mode="after")
@@ -111,7 +110,7 @@ class DatasetSpec(_Strict):
     def _known_benchmark(cls, v: str) -> str:
         names = benchmark_names()
         if v not in names:
-            raise ValueError(f"unknown benchmark '{v}'{closest(v, names)}; known: {', '.join(names)}")
+            raise ValueError(unknown_name("benchmark", v, names))
         return v
 
     @model_validator(mode="after")
@@ -285,16 +284,5 @@ _ALL_FIELDS = sorted({f for m in _MODELS for f in m.model_fields})
 
 
 def one_line(e: ValidationError) -> str:
-    """The first validation error as `field.path: problem (fix)`."""
-    err = e.errors()[0]
-    loc = ""
-    for x in err["loc"]:
-        loc += f"[{x}]" if isinstance(x, int) else (f".{x}" if loc else str(x))
-    if err["type"] == "extra_forbidden":
-        key = str(err["loc"][-1])
-        return f"{loc}: unknown key{closest(key, _ALL_FIELDS)}; remove it or fix its spelling"
-    if err["type"] == "missing":
-        return f"{loc}: required key is missing; add it (see the README's config reference)"
-    msg = str(err["msg"]).removeprefix("Value error, ")
-    fix = FIXES.get(str(err["type"]), "")
-    return f"{loc}: {msg}{fix}" if loc else f"{msg}{fix}"
+    """The first validation error as `field.path: problem (fix)` (`sweep.errors.validation_line`)."""
+    return validation_line(e, lambda loc: _ALL_FIELDS)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+
+from common.names import closest
 
 
 class ConfigError(ValueError):
@@ -47,3 +49,33 @@ FIXES = {
     "string_too_short": "; give a non-empty name",
     "string_too_long": "; shorten it",
 }
+
+
+def field_path(loc: Sequence[Any]) -> str:
+    """A validation error's location as a config path: `datasets[0].name`."""
+    out = ""
+    for x in loc:
+        out += f"[{x}]" if isinstance(x, int) else (f".{x}" if out else str(x))
+    return out
+
+
+def validation_line(
+    e: ValidationError,
+    keys_at: Callable[[Sequence[Any]], Iterable[str]],
+    noun: str = "key",
+    docs: str = "the README's config reference",
+    fixes: Mapping[str, str] = FIXES,
+) -> str:
+    """The first validation error as `field.path: problem; fix`, the one wording of every config
+    file's errors: an unknown key gets a did-you-mean from `keys_at(loc)` (the keys known where it
+    stands) and is called an unknown `noun`; a missing one points to `docs`; any other gets its fix
+    from `fixes` by the error's type."""
+    err = e.errors()[0]
+    kind, loc = str(err["type"]), field_path(err["loc"])
+    if kind == "extra_forbidden":
+        hint = closest(str(err["loc"][-1]), sorted(keys_at(err["loc"])))
+        return f"{loc}: unknown {noun}{hint}; remove it or fix its spelling"
+    if kind == "missing":
+        return f"{loc}: required key is missing; add it (see {docs})"
+    msg = str(err["msg"]).removeprefix("Value error, ") + fixes.get(kind, "")
+    return f"{loc}: {msg}" if loc else msg

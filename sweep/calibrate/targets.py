@@ -17,7 +17,7 @@ from actors.registry import check_engine_args
 from debate.methods import METHODS, build_method
 from debate.spec import closest
 from sweep.config import DatasetSpec
-from sweep.errors import FIXES, ConfigError
+from sweep.errors import FIXES, ConfigError, validation_line
 from sweep.fields import Large, NoBool, Price, Seed, Small
 
 MAX_BYTES = 1 << 20
@@ -146,18 +146,14 @@ class Targets:
 
 
 def _line(e: ValidationError) -> str:
-    """The first validation error as `field.path: problem; fix`."""
-    err = e.errors()[0]
-    kind, loc = err["type"], "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in err["loc"])
-    loc = loc.lstrip(".")
-    if kind == "extra_forbidden":  # did you mean: a key of the same level
-        level = _LEVEL.get(str(err["loc"][0]), _Unavailable) if len(err["loc"]) > 1 else _File
-        hint = closest(str(err["loc"][-1]), list(level.model_fields))
-        return f"{loc}: unknown key{hint}; remove it or fix its spelling"
-    if kind == "missing":
-        return f"{loc}: required key is missing; add it (see calibration/README.md)"
-    msg = str(err["msg"]).removeprefix("Value error, ") + FIXES.get(kind, _FIX.get(kind, ""))
-    return f"{loc}: {msg}" if loc else msg
+    """The first validation error as `field.path: problem; fix`; an unknown key's did-you-mean from
+    the keys of its own level."""
+
+    def keys_at(loc: Sequence[Any]) -> list[str]:
+        level = _LEVEL.get(str(loc[0]), _Unavailable) if len(loc) > 1 else _File
+        return list(level.model_fields)
+
+    return validation_line(e, keys_at, docs="calibration/README.md", fixes={**_FIX, **FIXES})
 
 
 def _team(where: str, names: Sequence[str], members: dict[str, Any]) -> tuple[str, ...]:

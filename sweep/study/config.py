@@ -13,8 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from debate.spec import closest, stable_hash
 from search_spaces import SearchSpace, SpaceError, find_space, parse_space
-from sweep.config import SweepConfig, Tracking, apply_override, check_places, one_line, read_yaml, validate
-from sweep.errors import ConfigError, model_or_error
+from sweep.config import SweepConfig, Tracking, apply_override, check_places, read_yaml, validate
+from sweep.errors import ConfigError, model_or_error, validation_line
 from sweep.fields import Large, PlainName, Seconds, Small
 from sweep.study.samplers import PRUNERS, SAMPLERS
 from sweep.study.spaces import check_method
@@ -192,14 +192,9 @@ def load_study(
 
 
 def _one_line(e: ValidationError) -> str:
-    """`one_line`, with did-you-mean suggestions from the study's own keys."""
-    err = e.errors()[0]
-    if err["type"] == "extra_forbidden":
-        key = str(err["loc"][-1])
-        where = ".".join(str(x) for x in err["loc"])
-        known = sorted({*StudyConfig.model_fields, *Named.model_fields, *Tracking.model_fields})
-        return f"{where}: unknown study key{closest(key, known)}; remove it or fix its spelling"
-    return one_line(e)
+    """The first validation error in one line; an unknown key's did-you-mean from the study's keys."""
+    known = {*StudyConfig.model_fields, *Named.model_fields, *Tracking.model_fields}
+    return validation_line(e, lambda loc: known, noun="study key")
 
 
 def base_file(cfg: StudyConfig, here: Path) -> dict[str, Any]:

@@ -8,6 +8,7 @@ on-policy policy gradient of CPP §3.2). Validated in full before anything start
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,8 @@ from debate.methods import Method, build_method
 from debate.rewards import RewardWeights
 from debate.spec import closest, stable_hash
 from sweep import paths
-from sweep.config import ConfigError, SweepConfig, Tracking, apply_override, one_line, read_yaml, validate
-from sweep.errors import model_or_error
+from sweep.config import ConfigError, SweepConfig, Tracking, apply_override, read_yaml, validate
+from sweep.errors import model_or_error, validation_line
 from sweep.train import limits as lim
 from sweep.train.algorithms import ALGORITHMS, SECTIONS, Algorithm
 from sweep.train.hparams import CppPolicyConfig as CppPolicyConfig  # re-exported
@@ -194,15 +195,14 @@ class TrainSetup:
 
 
 def _line(e: ValidationError) -> str:
-    err = e.errors()[0]
-    if err["type"] == "extra_forbidden":
-        key, where = str(err["loc"][-1]), ".".join(str(x) for x in err["loc"])
+    """The first validation error in one line; an unknown key's did-you-mean from its own section."""
+
+    def keys_at(loc: Sequence[Any]) -> list[str]:
         sections: dict[str, type[BaseModel]] = {"ppo": PPOConfig, "policy": PolicyConfig, "pg": PGConfig}
         sections |= {"cpp": CppPolicyConfig, "tracking": Tracking, "method": MethodSpec}
-        section = str(err["loc"][0]) if len(err["loc"]) > 1 else ""
-        known = sorted(sections.get(section, TrainConfig).model_fields)
-        return f"{where}: unknown training key{closest(key, known)}; remove it or fix its spelling"
-    return one_line(e)
+        return list(sections.get(str(loc[0]) if len(loc) > 1 else "", TrainConfig).model_fields)
+
+    return validation_line(e, keys_at, noun="training key")
 
 
 def _validated(raw: dict[str, Any]) -> TrainConfig:
