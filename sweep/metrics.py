@@ -54,9 +54,16 @@ def group_metrics(episodes: pl.DataFrame) -> tuple[dict[str, float], list[float]
 
 # Diagnostics logged per group (means over episodes, nulls skipped) and per round (as steps).
 DIAGNOSTIC_SCALARS = (
-    "w2r", "r2w", "net", "cross_ans", "src_conf", "acceptance", "influence_entropy", "answer_entropy",
+    "w2r",
+    "r2w",
+    "net",
+    "cross_ans",
+    "src_conf",
+    "acceptance",
+    "influence_entropy",
+    "answer_entropy",
     "agreement",
-)  # fmt: skip
+)
 DIAGNOSTIC_COUNTS = ("w2r_count", "r2w_count", "changed", "critiques", "verdicts", "accepted")
 ROUND_SERIES = (*DIAGNOSTIC_SCALARS, "correct", "changed", "calls", "tokens")
 

@@ -15,11 +15,39 @@ from sweep.errors import ConfigError
 # A directory (or file) exactly here is never an output.
 _EXACT = {"/", "/home", "/tmp", "/var", "/var/tmp", "/opt", "/srv", "/mnt", "/media", "/root", "/usr/local"}
 # Nothing inside these trees is written by a sweep, nor read as a dataset.
-_TREES = ("/proc", "/sys", "/dev", "/etc", "/boot", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
-          "/usr", "/run", "/snap", "/var/lib", "/var/log", "/var/run", "/var/cache", "/var/spool")  # fmt: skip
+_TREES = (
+    "/proc",
+    "/sys",
+    "/dev",
+    "/etc",
+    "/boot",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/usr",
+    "/run",
+    "/snap",
+    "/var/lib",
+    "/var/log",
+    "/var/run",
+    "/var/cache",
+    "/var/spool",
+)
 # What an output dir of this project holds; an existing dir with none of these is someone else's.
-MARKERS = ("config.resolved.yaml", "episodes", ".sweep.lock", "study.journal", "study.resolved.yaml",
-           "llm_cache.sqlite", "mlflow.db", "turns", "claims")  # fmt: skip
+MARKERS = (
+    "config.resolved.yaml",
+    "episodes",
+    ".sweep.lock",
+    "study.journal",
+    "study.resolved.yaml",
+    "llm_cache.sqlite",
+    "mlflow.db",
+    "turns",
+    "claims",
+)
 SQLITE_HEADER = b"SQLite format 3\x00"
 
 

@@ -151,10 +151,14 @@ async def decide(
     last = state.rounds is not None and r >= state.rounds
     caps = _caps(params, policy, n) if params.truncate and not last else None
     record = {
-        "keep": keep, "logp": logp, "mode": "sample" if sample else "threshold", "policy": policy.digest,
-        "kept_edges": sum(len(x) for x in kept), "_queries": queries,
+        "keep": keep,
+        "logp": logp,
+        "mode": "sample" if sample else "threshold",
+        "policy": policy.digest,
+        "kept_edges": sum(len(x) for x in kept),
+        "_queries": queries,
         "_candidates": np.stack([responses[[order(i, n)[k] for k in range(n)]] for i in range(n)]),
-    }  # fmt: skip
+    }
     return Decision(Graph(n, edges), max_tokens=caps, record=record, hidden_own=hidden)
 
 

@@ -189,9 +189,16 @@ class PearRouter:
         `rho` (computed from the state when not given)."""
         rho = influence_history(state, self.rule)[-1] if rho is None else rho
         t, i, low = score_terms(
-            state.answers(), state.confidences(), rho, pool.src, pool.tgt,
-            self.tau_src, self.tau_tgt, self.tau_low, self.normalize_terms,
-        )  # fmt: skip
+            state.answers(),
+            state.confidences(),
+            rho,
+            pool.src,
+            pool.tgt,
+            self.tau_src,
+            self.tau_tgt,
+            self.tau_low,
+            self.normalize_terms,
+        )
         a_t, a_i, a_l = self.alphas
         return t, i, low, a_t * t - a_i * i - a_l * low
 
@@ -220,7 +227,12 @@ class PearRouter:
         t, i, low, s = self.terms(state, pool, rho)
         j = self.choose(state, pool, rng, s)
         record = {
-            "influence": rule, "rho": rho.round(6).tolist(),
-            "candidate": j, "T": float(t[j]), "I": float(i[j]), "L": float(low[j]), "S": float(s[j]),
-        }  # fmt: skip
+            "influence": rule,
+            "rho": rho.round(6).tolist(),
+            "candidate": j,
+            "T": float(t[j]),
+            "I": float(i[j]),
+            "L": float(low[j]),
+            "S": float(s[j]),
+        }
         return Decision(pool.graph(j), record=record)

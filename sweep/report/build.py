@@ -28,11 +28,32 @@ from sweep.report.target import FIELD, clean_leftovers, replace_dir, report_targ
 from sweep.targets import own_beside, unwritable
 
 SUMMARY_FRONT = [
-    "team", "dataset", "split", "method_label", "episodes", "items", "seeds", "accuracy_mean", "accuracy_std",
-    "accuracy_lo", "accuracy_hi", "answered_accuracy_mean", "answered_accuracy_std", "answered_accuracy_lo",
-    "answered_accuracy_hi", "unparsable_rate", "round0_accuracy", "tokens_per_task", "calls_per_task",
-    "cost_per_task", "tokens_pct_clique", "cost_pct_clique", "paired_with_reference", "pareto", "pareto_axis",
-]  # fmt: skip
+    "team",
+    "dataset",
+    "split",
+    "method_label",
+    "episodes",
+    "items",
+    "seeds",
+    "accuracy_mean",
+    "accuracy_std",
+    "accuracy_lo",
+    "accuracy_hi",
+    "answered_accuracy_mean",
+    "answered_accuracy_std",
+    "answered_accuracy_lo",
+    "answered_accuracy_hi",
+    "unparsable_rate",
+    "round0_accuracy",
+    "tokens_per_task",
+    "calls_per_task",
+    "cost_per_task",
+    "tokens_pct_clique",
+    "cost_pct_clique",
+    "paired_with_reference",
+    "pareto",
+    "pareto_axis",
+]
 
 
 @dataclass(frozen=True)
@@ -73,8 +94,12 @@ def _header(results: Results, t: Tables) -> list[str]:
 
 def _write_tables(t: Tables, out: Path) -> list[Path]:
     files = []
-    for name, frame in (("summary", t.summary), ("mcnemar", t.mcnemar), ("spearman", t.spearman),
-                        ("per_round", t.per_round)):  # fmt: skip
+    for name, frame in (
+        ("summary", t.summary),
+        ("mcnemar", t.mcnemar),
+        ("spearman", t.spearman),
+        ("per_round", t.per_round),
+    ):
         frame.write_parquet(out / f"{name}.parquet")
         # CSV cannot hold nested columns; none of these tables has one, but stay safe.
         flat = frame.select([c for c, d in frame.schema.items() if not isinstance(d, pl.List | pl.Struct)])

@@ -65,8 +65,26 @@ def mcnemar_table(results: Results) -> pl.DataFrame:
             row["p_holm"] = adjusted
             row["a_label"], row["b_label"] = results.label(row["a"]), results.label(row["b"])
         rows += pairs
-    columns = [*GROUP, "a_label", "b_label", "paired", "only_a", "only_b", "a_accuracy", "b_accuracy",
-               "b_count", "c_count", "p", "p_holm", "win_rate", "win_lo", "win_hi", "note", "a", "b"]  # fmt: skip
+    columns = [
+        *GROUP,
+        "a_label",
+        "b_label",
+        "paired",
+        "only_a",
+        "only_b",
+        "a_accuracy",
+        "b_accuracy",
+        "b_count",
+        "c_count",
+        "p",
+        "p_holm",
+        "win_rate",
+        "win_lo",
+        "win_hi",
+        "note",
+        "a",
+        "b",
+    ]
     if not rows:
         return pl.DataFrame(schema={c: pl.String for c in columns})
     return pl.DataFrame(rows, infer_schema_length=None).select(columns)

@@ -80,16 +80,21 @@ def write_html(
 ) -> None:
     """Write the report to `path` (figure paths are relative to its folder)."""
     parts = [f"<h1>{html.escape(title)}</h1>"] + [f'<p class="note">{html.escape(h)}</p>' for h in header]
-    parts.append("<nav>" + " · ".join(f'<a href="#{_slug(s.heading)}">{html.escape(s.heading)}</a>' for s in secs)
-                 + ' · <a href="#figures">Figures</a> · <a href="#diagnostics">Per-round diagnostics</a></nav>')  # fmt: skip
+    parts.append(
+        "<nav>"
+        + " · ".join(f'<a href="#{_slug(s.heading)}">{html.escape(s.heading)}</a>' for s in secs)
+        + ' · <a href="#figures">Figures</a> · <a href="#diagnostics">Per-round diagnostics</a></nav>'
+    )
     for s in secs:
         sid = _slug(s.heading)
         parts.append(f'<h2 id="{sid}">{html.escape(s.heading)}</h2><p class="note">{html.escape(s.text)}</p>')
         parts += [table_html(t, f"{sid}-{i}") for i, t in enumerate(s.tables)]
     parts.append('<h2 id="figures">Figures</h2>')
     parts += [_figure(f, path.parent) for f in figures]
-    parts.append('<h2 id="diagnostics">Per-round diagnostics</h2><p class="note">Means over episodes per round '
-                 "(rounds/ table; also in per_round.csv).</p>")  # fmt: skip
+    parts.append(
+        '<h2 id="diagnostics">Per-round diagnostics</h2><p class="note">Means over episodes per round '
+        "(rounds/ table; also in per_round.csv).</p>"
+    )
     parts.append(frame_html(per_round, "per-round", drop=("method_key",)))
     doc = (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'

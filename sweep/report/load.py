@@ -148,9 +148,13 @@ def _teams(episodes: pl.DataFrame) -> pl.DataFrame:
     baseline, lands in the column of the team it belongs to; disjoint model families stay apart."""
     sets = {
         sid: set(models)
-        for sid, models in episodes.select("sweep_id", "models").explode("models").drop_nulls()
-        .group_by("sweep_id").agg(pl.col("models").unique()).iter_rows()
-    }  # fmt: skip
+        for sid, models in episodes.select("sweep_id", "models")
+        .explode("models")
+        .drop_nulls()
+        .group_by("sweep_id")
+        .agg(pl.col("models").unique())
+        .iter_rows()
+    }
     parent = {m: m for ms in sets.values() for m in ms}
 
     def root(m: str) -> str:

@@ -65,8 +65,14 @@ def pareto_figure(rows: list[dict[str, Any]], title: str) -> Any:
     axis = rows[0]["pareto_axis"]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for r in rows:
-        ax.errorbar(r[axis], r["accuracy_mean"], yerr=r["accuracy_std"] or 0, fmt="o" if r["pareto"] else "s",
-                    color="C3" if r["pareto"] else "C0", capsize=3)  # fmt: skip
+        ax.errorbar(
+            r[axis],
+            r["accuracy_mean"],
+            yerr=r["accuracy_std"] or 0,
+            fmt="o" if r["pareto"] else "s",
+            color="C3" if r["pareto"] else "C0",
+            capsize=3,
+        )
     front = sorted((r[axis], r["accuracy_mean"]) for r in rows if r["pareto"])
     ax.plot([x for x, _ in front], [y for _, y in front], color="C3", alpha=0.5, label="Pareto front")
     ax.set_xlabel("cost per task (price-weighted)" if axis == "cost_per_task" else "tokens per task")
@@ -140,8 +146,16 @@ def place_labels(ax: Any, labels: list[tuple[str, float, float]], fontsize: floa
             spot = (0.0, (top - ax.transData.transform((x, y))[1] + 4) * 72 / fig.dpi, "center", "bottom")
         dx, dy, ha, va = spot
         leader = {"arrowstyle": "-", "color": "0.55", "lw": 0.6} if math.hypot(dx, dy) > LEADER_FROM else None
-        note = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
-                           ha=ha, va=va, arrowprops=leader)  # fmt: skip
+        note = ax.annotate(
+            text,
+            (x, y),
+            xytext=(dx, dy),
+            textcoords="offset points",
+            fontsize=fontsize,
+            ha=ha,
+            va=va,
+            arrowprops=leader,
+        )
         note.update_positions(renderer)
         taken.append(Text.get_window_extent(note, renderer).padded(1))
         placed.append(note)

@@ -12,10 +12,25 @@ from sweep.report.summary import GROUP
 KEYS = [*GROUP, "method_key", "round"]
 # rounds/ columns averaged as they are (nulls skipped, NaN treated as null)
 SCALARS = (
-    "changed", "w2r", "r2w", "net", "edges", "cross_edges", "cross_ans", "src_conf", "critiques",
-    "verdicts", "accepted", "acceptance", "influence_entropy", "answer_entropy", "agreement", "calls",
-    "tokens", "cost",
-)  # fmt: skip
+    "changed",
+    "w2r",
+    "r2w",
+    "net",
+    "edges",
+    "cross_edges",
+    "cross_ans",
+    "src_conf",
+    "critiques",
+    "verdicts",
+    "accepted",
+    "acceptance",
+    "influence_entropy",
+    "answer_entropy",
+    "agreement",
+    "calls",
+    "tokens",
+    "cost",
+)
 ROUND_SERIES = ("vote_accuracy", "agent_accuracy", *SCALARS, "active_agents", "mean_edge_weight")
 
 

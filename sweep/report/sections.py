@@ -62,18 +62,47 @@ def _group(r: dict[str, Any]) -> str:
 
 
 def summary_section(t: Tables) -> Section:
-    columns = ["team · dataset", "method", "episodes", "accuracy (mean ± std)", "95% CI", "answered acc",
-               "unparsable", "tokens/task", "calls/task", "cost/task", "tokens % clique", "cost % clique",
-               "W2R", "R2W", "acceptance", "Src Conf", "Pareto"]  # fmt: skip
+    columns = [
+        "team · dataset",
+        "method",
+        "episodes",
+        "accuracy (mean ± std)",
+        "95% CI",
+        "answered acc",
+        "unparsable",
+        "tokens/task",
+        "calls/task",
+        "cost/task",
+        "tokens % clique",
+        "cost % clique",
+        "W2R",
+        "R2W",
+        "acceptance",
+        "Src Conf",
+        "Pareto",
+    ]
     rows = [
-        [_group(r), r["method_label"], num(r["episodes"]), _pm(r["accuracy_mean"], r["accuracy_std"]),
-         _ci(r["accuracy_lo"], r["accuracy_hi"]),
-         _pm(r["answered_accuracy_mean"], r["answered_accuracy_std"]), num(r["unparsable_rate"]),
-         num(r["tokens_per_task"], 0), num(r["calls_per_task"], 1), num(r["cost_per_task"], 6),
-         num(r["tokens_pct_clique"], 1), num(r["cost_pct_clique"], 1), num(r.get("w2r")),
-         num(r.get("r2w")), num(r.get("acceptance")), num(r.get("src_conf")), num(r["pareto"])]
+        [
+            _group(r),
+            r["method_label"],
+            num(r["episodes"]),
+            _pm(r["accuracy_mean"], r["accuracy_std"]),
+            _ci(r["accuracy_lo"], r["accuracy_hi"]),
+            _pm(r["answered_accuracy_mean"], r["answered_accuracy_std"]),
+            num(r["unparsable_rate"]),
+            num(r["tokens_per_task"], 0),
+            num(r["calls_per_task"], 1),
+            num(r["cost_per_task"], 6),
+            num(r["tokens_pct_clique"], 1),
+            num(r["cost_pct_clique"], 1),
+            num(r.get("w2r")),
+            num(r.get("r2w")),
+            num(r.get("acceptance")),
+            num(r.get("src_conf")),
+            num(r["pareto"]),
+        ]
         for r in t.summary.iter_rows(named=True)
-    ]  # fmt: skip
+    ]
     text = (
         "Accuracy over all items (an unparsable final answer counts as wrong): mean ± sample std over "
         "seeds, and the Wilson 95% interval over all (item, seed) episodes; 'answered acc' counts only "
@@ -84,15 +113,38 @@ def summary_section(t: Tables) -> Section:
 
 
 def mcnemar_section(t: Tables) -> Section:
-    columns = ["team · dataset", "A", "B", "paired", "A acc", "B acc", "b (A✓ B✗)", "c (A✗ B✓)", "p",
-               "p (Holm)", "A win rate [95% CI]", "note"]  # fmt: skip
+    columns = [
+        "team · dataset",
+        "A",
+        "B",
+        "paired",
+        "A acc",
+        "B acc",
+        "b (A✓ B✗)",
+        "c (A✗ B✓)",
+        "p",
+        "p (Holm)",
+        "A win rate [95% CI]",
+        "note",
+    ]
     rows = [
-        [_group(r), r["a_label"], r["b_label"], num(r["paired"]), num(r["a_accuracy"]),
-         num(r["b_accuracy"]), num(r["b_count"]), num(r["c_count"]), pvalue(r["p"]), pvalue(r["p_holm"]),
-         "–" if r["win_rate"] is None else f"{num(r['win_rate'])} {_ci(r['win_lo'], r['win_hi'])}",
-         r["note"] or (f"{r['only_a']} A-only, {r['only_b']} B-only unpaired" if r["only_a"] or r["only_b"] else "")]
+        [
+            _group(r),
+            r["a_label"],
+            r["b_label"],
+            num(r["paired"]),
+            num(r["a_accuracy"]),
+            num(r["b_accuracy"]),
+            num(r["b_count"]),
+            num(r["c_count"]),
+            pvalue(r["p"]),
+            pvalue(r["p_holm"]),
+            "–" if r["win_rate"] is None else f"{num(r['win_rate'])} {_ci(r['win_lo'], r['win_hi'])}",
+            r["note"]
+            or (f"{r['only_a']} A-only, {r['only_b']} B-only unpaired" if r["only_a"] or r["only_b"] else ""),
+        ]
         for r in t.mcnemar.iter_rows(named=True)
-    ]  # fmt: skip
+    ]
     text = (
         "Exact two-sided McNemar test on the (item, seed) pairs both methods ran; Holm's correction over "
         "all pairs of one team and dataset. Win rate: b / (b + c), with its Wilson 95% interval."
@@ -115,10 +167,15 @@ def spearman_section(t: Tables) -> Section:
 
 def pareto_section(t: Tables) -> Section:
     rows = [
-        [_group(r), r["method_label"], num(r["accuracy_mean"]), num(r[r["pareto_axis"]], 6 if r["pareto_axis"] == "cost_per_task" else 0),
-         r["pareto_axis"].replace("_per_task", "")]
+        [
+            _group(r),
+            r["method_label"],
+            num(r["accuracy_mean"]),
+            num(r[r["pareto_axis"]], 6 if r["pareto_axis"] == "cost_per_task" else 0),
+            r["pareto_axis"].replace("_per_task", ""),
+        ]
         for r in t.summary.filter(pl.col("pareto")).iter_rows(named=True)
-    ]  # fmt: skip
+    ]
     text = (
         "Methods no other method beats on both accuracy and cost (price-weighted where priced, else tokens)."
     )

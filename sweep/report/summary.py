@@ -17,9 +17,16 @@ from sweep.report.stats import mean_std, pareto_front, wilson
 GROUP = ["team", "dataset", "split"]
 PAIR = ["item_id", "seed"]  # within a group, two methods' episodes pair on these
 DIAGNOSTICS = (
-    "w2r", "r2w", "net", "acceptance", "cross_ans", "src_conf", "influence_entropy", "answer_entropy",
+    "w2r",
+    "r2w",
+    "net",
+    "acceptance",
+    "cross_ans",
+    "src_conf",
+    "influence_entropy",
+    "answer_entropy",
     "agreement",
-)  # fmt: skip
+)
 
 
 def is_clique(key: str) -> bool:
@@ -33,9 +40,11 @@ def reference_for(key: str, keys: list[str]) -> str | None:
     cliques = [k for k in keys if is_clique(k)]
     ident = json.loads(key)
     same = [
-        k for k in cliques if json.loads(k).get("protocol") == ident.get("protocol")
+        k
+        for k in cliques
+        if json.loads(k).get("protocol") == ident.get("protocol")
         and json.loads(k).get("rounds") == ident.get("rounds")
-    ]  # fmt: skip
+    ]
     found = same or cliques
     return found[0] if found else None
 

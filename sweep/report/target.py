@@ -82,8 +82,12 @@ def is_report(path: Path) -> bool:
 
 def write_mark(tmp: Path, inputs: list[Path]) -> None:
     """The mark that tells a later `sweep report` this dir is a report it may replace."""
-    info = {"kind": "report", "by": "sweep report", "inputs": [str(d) for d in inputs],
-            "written": time.strftime("%Y-%m-%dT%H:%M:%S%z")}  # fmt: skip
+    info = {
+        "kind": "report",
+        "by": "sweep report",
+        "inputs": [str(d) for d in inputs],
+        "written": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
     (tmp / REPORT_MARK).write_text(json.dumps(info) + "\n", encoding="utf-8")
 
 

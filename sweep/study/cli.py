@@ -159,8 +159,11 @@ def _run_locked(setup: StudySetup, args: argparse.Namespace, runner: Any, err: C
     try:
         _report(setup, runner, status, err)
     except Exception as e:  # noqa: BLE001 - e.g. the tracking server went away; the study is stored
-        print(f"error: reporting failed ({type(e).__name__}: {str(e)[:200]}); the study is stored, "
-              "rerun to log it, or pass --no-tracking", file=sys.stderr)  # fmt: skip
+        print(
+            f"error: reporting failed ({type(e).__name__}: {str(e)[:200]}); the study is stored, "
+            "rerun to log it, or pass --no-tracking",
+            file=sys.stderr,
+        )
         code = 1
     return code
 

@@ -22,9 +22,14 @@ class StudyProgress:
     """The progress lines of one study driver (`clock` is replaceable for tests)."""
 
     def __init__(
-        self, console: Console, n_trials: int, parallel: int, objectives: list[str], every_s: float,
+        self,
+        console: Console,
+        n_trials: int,
+        parallel: int,
+        objectives: list[str],
+        every_s: float,
         clock: Callable[[], float] = time.monotonic,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.console, self.n_trials, self.parallel, self.objectives = console, n_trials, parallel, objectives
         self.every_s, self.clock = every_s, clock
         self.started = self.last = clock()

@@ -139,9 +139,14 @@ def should_prune(spec: TrainSpec, curve: list[float], finished: list[list[float]
 
 
 async def train_trial(
-    spec: TrainSpec, training: TrainSetup, out: Path, trial: Trial, params: dict[str, Any],
-    agents: dict[str, Agent], console: Console,
-) -> str | None:  # fmt: skip
+    spec: TrainSpec,
+    training: TrainSetup,
+    out: Path,
+    trial: Trial,
+    params: dict[str, Any],
+    agents: dict[str, Agent],
+    console: Console,
+) -> str | None:
     """Train the trial's policy; its checkpoint's path, or None when the training curve was pruned.
     The trial's user attrs get the curve, the reward weights and the router's arguments."""
     from sweep.targets import own_dir

@@ -30,13 +30,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     s.add_argument("config", help="training YAML, e.g. examples/train_rumad_simulated.yaml")
     s.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="override a training key, e.g. --set ppo.updates=50 --set reward.alpha_sparsity=0",
-    )  # fmt: skip
+    )
     s.add_argument(
-        "--base-set", dest="base_overrides", action="append", default=[], metavar="KEY=VALUE",
+        "--base-set",
+        dest="base_overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="override a key of the base sweep, e.g. --base-set datasets.0.limit=50",
-    )  # fmt: skip
+    )
     s.add_argument("--out", help="output dir (overrides output_dir)")
     s.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else a local Ray)")
     s.add_argument(

@@ -105,9 +105,14 @@ def collect(results: list[EpisodeResult], reward: CppReward) -> Actions:
     }
     tn = torch.from_numpy
     return Actions(
-        tn(np.concatenate(agents)).long(), tn(np.concatenate(queries)).float(), tn(np.concatenate(cands)).float(),
-        tn(np.concatenate(kept).astype(np.float32)), tn(np.concatenate(rets)).float(), tn(np.concatenate(slots)).long(), metrics,
-    )  # fmt: skip
+        tn(np.concatenate(agents)).long(),
+        tn(np.concatenate(queries)).float(),
+        tn(np.concatenate(cands)).float(),
+        tn(np.concatenate(kept).astype(np.float32)),
+        tn(np.concatenate(rets)).float(),
+        tn(np.concatenate(slots)).long(),
+        metrics,
+    )
 
 
 def pg_update(
@@ -133,18 +138,26 @@ def pg_update(
 
 
 def train(
-    setup: TrainSetup, agents: Mapping[str, Agent], tracker: Any = None, console: Console | None = None,
-    on_update: Callable[[list[dict[str, float]]], bool] | None = None, progress: TrainProgress | None = None,
-) -> TrainOutcome:  # fmt: skip
+    setup: TrainSetup,
+    agents: Mapping[str, Agent],
+    tracker: Any = None,
+    console: Console | None = None,
+    on_update: Callable[[list[dict[str, float]]], bool] | None = None,
+    progress: TrainProgress | None = None,
+) -> TrainOutcome:
     """Train (or resume training) CPP's pruning policy on `agents`; `on_update` and `progress` as for
     PPO's `train`."""
     return interrupt.run(train_async(setup, agents, tracker, console, on_update, progress))
 
 
 async def train_async(
-    setup: TrainSetup, agents: Mapping[str, Agent], tracker: Any = None, console: Console | None = None,
-    on_update: Callable[[list[dict[str, float]]], bool] | None = None, progress: TrainProgress | None = None,
-) -> TrainOutcome:  # fmt: skip
+    setup: TrainSetup,
+    agents: Mapping[str, Agent],
+    tracker: Any = None,
+    console: Console | None = None,
+    on_update: Callable[[list[dict[str, float]]], bool] | None = None,
+    progress: TrainProgress | None = None,
+) -> TrainOutcome:
     """`train` inside a running event loop (a study's trial)."""
     tracker, console = tracker or NullTrainTracker(), console or Console(stderr=True)
     progress = progress or TrainProgress(console, setup.cfg.pg.updates, setup.base.progress_every_s)
@@ -153,9 +166,13 @@ async def train_async(
 
 
 async def _train(
-    setup: TrainSetup, agents: Mapping[str, Agent], tracker: Any, console: Console,
-    on_update: Callable[[list[dict[str, float]]], bool] | None, progress: TrainProgress,
-) -> TrainOutcome:  # fmt: skip
+    setup: TrainSetup,
+    agents: Mapping[str, Agent],
+    tracker: Any,
+    console: Console,
+    on_update: Callable[[list[dict[str, float]]], bool] | None,
+    progress: TrainProgress,
+) -> TrainOutcome:
     torch.set_num_threads(1)
     cfg, params = setup.cfg.pg, setup.method.router
     assert isinstance(params, CppRouter)
@@ -179,8 +196,14 @@ async def _train(
         )
         progress.phase_start("behaviour embeddings", 0)
         embeddings, lengths = await behaviour(setup, agents)
-        arch = PruningArch(len(lengths), embeddings.shape[1], setup.cfg.cpp.hidden, setup.cfg.cpp.encoder,
-                           tuple(setup.base.team()), lengths)  # fmt: skip
+        arch = PruningArch(
+            len(lengths),
+            embeddings.shape[1],
+            setup.cfg.cpp.hidden,
+            setup.cfg.cpp.encoder,
+            tuple(setup.base.team()),
+            lengths,
+        )
         net = build(arch, cfg.seed, embeddings)
     optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)
     if resume is not None:
@@ -230,9 +253,13 @@ async def _train(
 
 
 async def evaluate(
-    setup: TrainSetup, net: PruningNet, items: list[Any], agents: Mapping[str, Agent], update: int,
+    setup: TrainSetup,
+    net: PruningNet,
+    items: list[Any],
+    agents: Mapping[str, Agent],
+    update: int,
     on_progress: Callable[[Any], None] = lambda s: None,
-) -> dict[str, float]:  # fmt: skip
+) -> dict[str, float]:
     """The thresholded policy (what evaluation runs) on `eval_episodes` training items and seeds,
     the same at every evaluation, scored under the final reward (`reward.k`, whatever the stage), so
     evaluations compare across the schedule and the best one (by eval.return) is kept."""

@@ -116,9 +116,12 @@ def ppo_update(
     var = float(np.var(returns.numpy()))
     explained = 1 - float(np.var(returns.numpy() - values)) / var if var > 0 else 0.0
     out = {
-        "approx_kl": float(np.mean(kls)), "clip_frac": float(np.mean(clips)), "policy_loss": float(np.mean(pg_losses)),
-        "value_loss": float(np.mean(v_losses)), "explained_variance": explained,
-    }  # fmt: skip
+        "approx_kl": float(np.mean(kls)),
+        "clip_frac": float(np.mean(clips)),
+        "policy_loss": float(np.mean(pg_losses)),
+        "value_loss": float(np.mean(v_losses)),
+        "explained_variance": explained,
+    }
     if hasattr(module, "log_std"):
         out["log_std"] = float(module.log_std.detach())
     return out
@@ -139,9 +142,13 @@ def train(
 
 
 async def train_async(
-    setup: TrainSetup, agents: Mapping[str, Agent], tracker: Any = None, console: Console | None = None,
-    on_update: Callable[[list[dict[str, float]]], bool] | None = None, progress: TrainProgress | None = None,
-) -> TrainOutcome:  # fmt: skip
+    setup: TrainSetup,
+    agents: Mapping[str, Agent],
+    tracker: Any = None,
+    console: Console | None = None,
+    on_update: Callable[[list[dict[str, float]]], bool] | None = None,
+    progress: TrainProgress | None = None,
+) -> TrainOutcome:
     """`train` inside a running event loop (a study's trial)."""
     tracker, console = tracker or NullTrainTracker(), console or Console(stderr=True)
     progress = progress or TrainProgress(console, setup.cfg.ppo.updates, setup.base.progress_every_s)
@@ -150,9 +157,13 @@ async def train_async(
 
 
 async def _train(
-    setup: TrainSetup, agents: Mapping[str, Agent], tracker: Any, console: Console,
-    on_update: Callable[[list[dict[str, float]]], bool] | None, progress: TrainProgress,
-) -> TrainOutcome:  # fmt: skip
+    setup: TrainSetup,
+    agents: Mapping[str, Agent],
+    tracker: Any,
+    console: Console,
+    on_update: Callable[[list[dict[str, float]]], bool] | None,
+    progress: TrainProgress,
+) -> TrainOutcome:
     one_thread()
     cfg = setup.cfg.ppo
     arch = PolicyArch(

@@ -76,9 +76,11 @@ def rollout_tasks(
 
 
 async def run_rollouts(
-    tasks: list[EpisodeTask], agents: Mapping[str, Agent], concurrency: int,
+    tasks: list[EpisodeTask],
+    agents: Mapping[str, Agent],
+    concurrency: int,
     on_progress: Callable[[RunStats], None] = lambda s: None,
-) -> list[EpisodeResult]:  # fmt: skip
+) -> list[EpisodeResult]:
     """Run the episodes; their results in task order (a failed episode is left out). Fails when more
     than half of them failed. `on_progress` sees the totals as each episode finishes."""
     finished: dict[str, EpisodeResult] = {}
@@ -129,7 +131,14 @@ def collect(setup: TrainSetup, results: list[EpisodeResult]) -> Batch:
     }
     t = torch.from_numpy
     return Batch(
-        t(np.stack([o.agents for o in obs])), t(np.stack([o.pairs for o in obs])), t(np.stack([o.glob for o in obs])),
-        t(np.stack(actions)), torch.tensor(logp, dtype=torch.float32), torch.tensor(values, dtype=torch.float32),
-        np.asarray(rewards), torch.tensor(acted), np.asarray(ends), metrics,
-    )  # fmt: skip
+        t(np.stack([o.agents for o in obs])),
+        t(np.stack([o.pairs for o in obs])),
+        t(np.stack([o.glob for o in obs])),
+        t(np.stack(actions)),
+        torch.tensor(logp, dtype=torch.float32),
+        torch.tensor(values, dtype=torch.float32),
+        np.asarray(rewards),
+        torch.tensor(acted),
+        np.asarray(ends),
+        metrics,
+    )

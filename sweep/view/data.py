@@ -16,9 +16,24 @@ from sweep.report.load import read_episodes, with_methods
 from sweep.view.episode import episode_detail
 
 LIST_COLUMNS = [
-    "episode_id", "method_label", "dataset", "split", "item_id", "seed", "correct", "answered", "flip",
-    "final_answer", "gold", "round_correct", "tokens", "calls", "cost", "parse_failures", "team",
-]  # fmt: skip
+    "episode_id",
+    "method_label",
+    "dataset",
+    "split",
+    "item_id",
+    "seed",
+    "correct",
+    "answered",
+    "flip",
+    "final_answer",
+    "gold",
+    "round_correct",
+    "tokens",
+    "calls",
+    "cost",
+    "parse_failures",
+    "team",
+]
 OUTCOMES = ("correct", "wrong", "unparsable")
 FLIPS = ("w2r", "r2w", "none")
 MAX_LIMIT = 500
@@ -53,10 +68,12 @@ class Query:
 def _flip() -> pl.Expr:
     first = pl.col("round_correct").list.first()
     return (
-        pl.when(~first & pl.col("correct")).then(pl.lit("w2r"))
-        .when(first & ~pl.col("correct")).then(pl.lit("r2w"))
+        pl.when(~first & pl.col("correct"))
+        .then(pl.lit("w2r"))
+        .when(first & ~pl.col("correct"))
+        .then(pl.lit("r2w"))
         .otherwise(pl.lit("none"))
-    )  # fmt: skip
+    )
 
 
 class ViewData:
@@ -143,10 +160,13 @@ class ViewData:
     def siblings(self, row: dict[str, Any]) -> list[dict[str, Any]]:
         """The same item under the same seed and team, run by the other methods."""
         same = self.index.filter(
-            (pl.col("dataset") == row["dataset"]) & (pl.col("split") == row["split"])
-            & (pl.col("item_id") == row["item_id"]) & (pl.col("seed") == row["seed"])
-            & (pl.col("team") == row["team"]) & (pl.col("episode_id") != row["episode_id"])
-        )  # fmt: skip
+            (pl.col("dataset") == row["dataset"])
+            & (pl.col("split") == row["split"])
+            & (pl.col("item_id") == row["item_id"])
+            & (pl.col("seed") == row["seed"])
+            & (pl.col("team") == row["team"])
+            & (pl.col("episode_id") != row["episode_id"])
+        )
         return (
             same.select("episode_id", "method_label", "correct", "final_answer")
             .sort("method_label")

@@ -81,13 +81,23 @@ def _turn(t: dict[str, Any], grades: _Grades) -> dict[str, Any]:
     text, cut_text = _bounded(t.get("text"))
     reasoning, cut_reasoning = _bounded(t.get("reasoning"))
     return {
-        "phase": t["phase"], "agent": t["agent"], "model": t.get("model"), "answer": t.get("answer"),
-        "correct": grades(t.get("answer")), "confidence": t.get("confidence"), "reasoning": reasoning,
-        "text": text, "truncated": cut_text or cut_reasoning, "parsed": t.get("parsed"),
-        "prompt_tokens": t.get("prompt_tokens"), "completion_tokens": t.get("completion_tokens"),
-        "cache_hit": t.get("cache_hit"), "sources": t.get("sources") or [], "verdicts": t.get("verdicts") or [],
+        "phase": t["phase"],
+        "agent": t["agent"],
+        "model": t.get("model"),
+        "answer": t.get("answer"),
+        "correct": grades(t.get("answer")),
+        "confidence": t.get("confidence"),
+        "reasoning": reasoning,
+        "text": text,
+        "truncated": cut_text or cut_reasoning,
+        "parsed": t.get("parsed"),
+        "prompt_tokens": t.get("prompt_tokens"),
+        "completion_tokens": t.get("completion_tokens"),
+        "cache_hit": t.get("cache_hit"),
+        "sources": t.get("sources") or [],
+        "verdicts": t.get("verdicts") or [],
         "latency_s": t.get("latency_s"),
-    }  # fmt: skip
+    }
 
 
 def _decision(raw: Any) -> Any:
@@ -159,8 +169,13 @@ def answer_changes(rounds: list[dict[str, Any]]) -> list[list[dict[str, Any] | N
             before, now = held.get(a), said[-1] if said else None
             change = None
             if before is not None and now is not None and now["answer"] != before["answer"]:
-                change = {"from": before["answer"], "to": now["answer"], "from_correct": before["correct"],
-                          "to_correct": now["correct"], "kind": _kind(before["correct"], now["correct"])}  # fmt: skip
+                change = {
+                    "from": before["answer"],
+                    "to": now["answer"],
+                    "from_correct": before["correct"],
+                    "to_correct": now["correct"],
+                    "kind": _kind(before["correct"], now["correct"]),
+                }
             marks.append(change)
             if now is not None:
                 held[a] = now

@@ -24,8 +24,12 @@ from urllib.parse import parse_qs, urlsplit
 from sweep.view.data import MAX_LIMIT, MAX_OFFSET, Query, QueryError, ViewData
 from sweep.view.episode import PartError
 
-STATIC = {"/": ("index.html", "text/html"), "/index.html": ("index.html", "text/html"),
-          "/app.js": ("app.js", "text/javascript"), "/style.css": ("style.css", "text/css")}  # fmt: skip
+STATIC = {
+    "/": ("index.html", "text/html"),
+    "/index.html": ("index.html", "text/html"),
+    "/app.js": ("app.js", "text/javascript"),
+    "/style.css": ("style.css", "text/css"),
+}
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
     "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
