@@ -253,11 +253,31 @@ class Tracker:
 
 
 class NullTracker:
-    """Tracking off: the same calls as `Tracker`, logging nothing."""
+    """Tracking off: every call of `Tracker`, logging nothing (`tests/test_null_trackers.py` holds the
+    two to the same methods and arguments)."""
 
     uri: str | None = None
 
+    def start_sweep(
+        self, sweep_id: str, name: str, params: Mapping[str, str], tags: Mapping[str, str] | None = None
+    ) -> str:
+        return ""
+
     def log_sweep(self, cfg: SweepConfig, plan: Plan, store: ResultStore, stats: RunStats | None) -> None:
+        return None
+
+    def log_group(
+        self,
+        group_key: str,
+        run_name: str,
+        params: Mapping[str, str],
+        episodes: pl.DataFrame,
+        turns: pl.DataFrame,
+        rounds: pl.DataFrame | None = None,
+    ) -> str | None:
+        return None
+
+    def finish_sweep(self, status: str = "FINISHED", metrics: Mapping[str, float] | None = None) -> None:
         return None
 
 
