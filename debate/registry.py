@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from common.names import unknown_name
 from debate.spec import Spec, closest
 
 SHARED_DEFAULTS = {"prompt_style": "pear"}
@@ -86,8 +87,7 @@ def method(
 
 def method_def(name: str) -> MethodDef:
     if name not in METHODS:
-        known = sorted(METHODS)
-        raise ValueError(f"unknown method '{name}'{closest(name, known)}; known: {', '.join(known)}")
+        raise ValueError(unknown_name("method", name, sorted(METHODS)))
     return METHODS[name]
 
 

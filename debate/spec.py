@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from common.names import closest as closest  # re-exported: the project's one did-you-mean
+from common.names import unknown_name
 
 T = TypeVar("T")
 
@@ -134,9 +135,7 @@ class Registry(Generic[T]):
     def resolve(self, name: str, args: Mapping[str, Any] | None = None) -> Spec:
         """The spec with every default filled in; raises ValueError naming the bad name or argument."""
         if name not in self._factories:
-            raise ValueError(
-                f"unknown {self.kind} '{name}'{closest(name, self.names())}; known: {', '.join(self.names())}"
-            )
+            raise ValueError(unknown_name(self.kind, name, self.names()))
         params = inspect.signature(self._factories[name]).parameters
         given = dict(args or {})
         for key in given:

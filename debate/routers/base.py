@@ -1,4 +1,5 @@
-"""The `Router` role: pure `route(state, rng) -> Decision`, and the router registry."""
+"""The `Router` role: pure `route(state, rng) -> Decision` (routers register as methods:
+`debate.registry.method`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from typing import Protocol
 import numpy as np
 
 from debate.decision import Decision
-from debate.spec import Registry
 from debate.state import DebateState
 
 
@@ -16,6 +16,3 @@ class Router(Protocol):
     never mutates it. Routers are frozen dataclasses: their fields are the method's arguments."""
 
     def route(self, state: DebateState, rng: np.random.Generator) -> Decision: ...
-
-
-ROUTERS: Registry[Router] = Registry("router")
