@@ -45,8 +45,8 @@ from rich.console import Console
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from actors.registry import build_backend  # noqa: E402
-from data.graders import grader_for  # noqa: E402
-from data.registry import load_benchmark  # noqa: E402
+from data.benchmarks.registry import load_benchmark  # noqa: E402
+from data.grading.graders import grader_for  # noqa: E402
 from debate.baselines import Consistency, matched_m, strongest  # noqa: E402
 from debate.episode import Agent, run_episode  # noqa: E402
 from debate.methods import Method, build_method  # noqa: E402

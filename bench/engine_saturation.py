@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from actors.base import ChatRequest, Completion  # noqa: E402
 from actors.registry import build_backend  # noqa: E402
-from data.graders import grader_for  # noqa: E402
+from data.grading.graders import grader_for  # noqa: E402
 from debate.episode import Agent, run_episode  # noqa: E402
 from debate.prompts import REPLY_SCHEMA  # noqa: E402
 from sweep.config import SweepConfig, load_config  # noqa: E402

@@ -4,7 +4,7 @@ over `--runs` processes (each process's import time is printed too).
 
 Cases (`--case`, default all):
 - `poly`: `\\boxed{x^2+2x+1}` against `(x+1)^2`, the issue's example, settled by the exact fast path
-  (`data.mathfast`) without sympy;
+  (`data.grading.mathfast`) without sympy;
 - `sympy`: `\\boxed{\\sin^2 x+\\cos^2 x}` against `1`, which only math-verify decides: the first check
   waits for the worker's start (sympy's imports and warm-up);
 - `sympy-later`: the same check 3 s after the grader is made (what a sweep sees: the grader is made
@@ -34,7 +34,7 @@ CASES = {
 CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
-from data.graders import MathGrader
+from data.grading.graders import MathGrader
 t1 = time.perf_counter()
 grader = MathGrader()
 time.sleep(float(sys.argv[3]))
@@ -75,7 +75,7 @@ def main() -> None:
         print(
             f"{name:12s} first check: median {statistics.median(checks) * 1000:7.1f} ms "
             f"(min {min(checks) * 1000:.1f}, max {max(checks) * 1000:.1f}) over {args.runs} fresh processes; "
-            f"import of data.graders median {statistics.median(imports) * 1000:.0f} ms; verdict {', '.join(verdicts)}"
+            f"import of data.grading.graders median {statistics.median(imports) * 1000:.0f} ms; verdict {', '.join(verdicts)}"
         )
 
 

@@ -26,8 +26,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from actors.registry import build_backend  # noqa: E402
-from data.graders import grader_for  # noqa: E402
-from data.registry import load_benchmark  # noqa: E402
+from data.benchmarks.registry import load_benchmark  # noqa: E402
+from data.grading.graders import grader_for  # noqa: E402
 from data.types import Sample  # noqa: E402
 from debate.diagnostics import diagnose_episode  # noqa: E402
 from debate.episode import Agent, run_episode  # noqa: E402

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the shared pieces of
 
 from rumad_vs_clique import ROOT, Tally, evaluate, mcnemar, setup_and_agents, train_seed  # noqa: E402
 
-from data.registry import load_benchmark  # noqa: E402
+from data.benchmarks.registry import load_benchmark  # noqa: E402
 from debate.methods import build_method  # noqa: E402
 
 VARIANTS: list[tuple[str, list[str]]] = [

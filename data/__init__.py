@@ -7,11 +7,11 @@ Benchmarks (by name): `arith` (generated), `gsm8k`, `math500`, `math_hard`, `mml
 
 from __future__ import annotations
 
-from data.catalog import benchmark, default_benchmark_dir
-from data.check import CheckReport, check_benchmark
-from data.formats import format_block
-from data.graded import Graded
-from data.graders import (
+from data.benchmarks.catalog import benchmark, default_benchmark_dir
+from data.benchmarks.check import CheckReport, check_benchmark
+from data.benchmarks.formats import format_block
+from data.benchmarks.registry import benchmark_info, benchmark_names, load_benchmark
+from data.grading.graders import (
     ChoiceGrader,
     MathGrader,
     NumericGrader,
@@ -21,7 +21,7 @@ from data.graders import (
     grader_for,
     grader_for_kind,
 )
-from data.registry import benchmark_info, benchmark_names, load_benchmark
+from data.grading.outcome import Graded
 from data.types import Sample, Verdict
 
 __all__ = [

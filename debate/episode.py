@@ -21,7 +21,7 @@ import numpy as np
 
 from actors.base import Backend, ChatRequest, Completion
 from actors.pop_text import complete_argument
-from data.graded import AMBIGUOUS
+from data.grading.outcome import AMBIGUOUS
 from data.types import Grader, Sample
 from debate.adversary import adversarial_messages
 from debate.critique import answer_property, read_reviews, read_verdicts, structured_schema

@@ -6,7 +6,7 @@
 - `rumad`: RUMAD Table 8 — its system, "Starting" and "Debate" prompts, with Table 7's output format (a
   free-text explanation ending in `\\boxed{answer}`); the debate prompt is a second user turn after the
   agent's own previous reply, as in Du et al. It has no critique templates.
-The answer-format lines come from `data.formats.format_block(kind, style)`.
+The answer-format lines come from `data.benchmarks.formats.format_block(kind, style)`.
 
 Rendering is byte-stable and ordered for engines' prefix caches (blocks of e.g. 128 tokens are reused
 only while every token before them matches): what is the same for every item comes first (system,
@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from actors.base import Message
-from data.formats import format_block
+from data.benchmarks.formats import format_block
 from data.types import Sample
 from debate.state import View
 

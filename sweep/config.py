@@ -20,7 +20,7 @@ from pydantic import (
 from actors.populations import load as load_population
 from actors.registry import check_engine_args, engine_names, engine_traits
 from common.names import unknown_name
-from data.registry import benchmark_names
+from data.benchmarks.registry import benchmark_names
 from debate.methods import METHODS, build_method
 from debate.spec import closest, stable_hash
 from sweep import paths
@@ -115,7 +115,7 @@ class DatasetSpec(_Strict):
 
     @model_validator(mode="after")
     def _known_split(self) -> DatasetSpec:
-        from data.registry import benchmark_info, check_split
+        from data.benchmarks.registry import benchmark_info, check_split
 
         check_split(benchmark_info(self.name), self.split)
         return self

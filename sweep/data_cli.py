@@ -30,7 +30,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Run `sweep data check`; returns the exit code."""
     try:
-        from data.check import check_benchmark  # the graders load only for `sweep data check`
+        from data.benchmarks.check import check_benchmark  # the graders load only for `sweep data check`
 
         report = check_benchmark(args.name, args.split, args.path)
     except KeyError as e:  # unknown benchmark: the registry's message has the did-you-mean

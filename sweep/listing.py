@@ -46,8 +46,8 @@ def _show(value: Any) -> str:
 
 
 def benchmarks() -> Table:
-    from data.catalog import default_benchmark_dir
-    from data.registry import CATALOG
+    from data.benchmarks.catalog import default_benchmark_dir
+    from data.benchmarks.registry import CATALOG
 
     where = default_benchmark_dir()
     t = Table(title=f"benchmarks (local files: {where or 'none found; set DEBATE_SWEEP_BENCHMARKS'})")

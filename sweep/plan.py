@@ -12,7 +12,7 @@ from typing import Any, overload
 
 from actors import populations
 from actors.populations import PopulationError
-from data.registry import load_benchmark
+from data.benchmarks.registry import load_benchmark
 from data.types import Sample
 from debate.episode import Agent
 from debate.methods import Method, build_method

@@ -156,7 +156,7 @@ class EnginePool:
         if self.cfg.cache:  # a corrupt cache is set aside now, not found after engines start
             check_cache(out / "llm_cache.sqlite")
         if self.warm_math:
-            from data.mathcheck import checker
+            from data.grading.mathcheck import checker
 
             checker().start()  # its worker takes seconds to start: not inside the first episode's vote
             watch_descendants()  # the math worker stops with this driver

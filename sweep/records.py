@@ -8,8 +8,8 @@ from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
 
-from data.graded import AMBIGUOUS
-from data.graders import AnyGrader, grader_for
+from data.grading.graders import AnyGrader, grader_for
+from data.grading.outcome import AMBIGUOUS
 from data.types import Sample
 from debate.diagnostics import Diagnostics
 from debate.parsing import parse_reply

@@ -15,7 +15,7 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from dataclasses import dataclass, field
 
-from data.graders import grader_for
+from data.grading.graders import grader_for
 from debate.diagnostics import Diagnostics, diagnose_episode
 from debate.episode import Agent, EpisodeResult, run_episode
 from sweep.plan import EpisodeTask

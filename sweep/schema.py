@@ -64,7 +64,7 @@ EPISODE_SCHEMA = pa.schema(
         _f("cache_hits", pa.int32()),  # calls served by the LLM-call cache
         _f("cost", pa.float64()),  # price-weighted; 0 where no prices are known
         _f("parse_failures", pa.int32()),
-        # of those, replies whose answer hedged between several (`data.graded.AMBIGUOUS`); null in older parts
+        # of those, replies whose answer hedged between several (`data.grading.outcome.AMBIGUOUS`); null in older parts
         _f("ambiguous", pa.int32(), True),
         _f("simulated", pa.bool_()),
         _f("latency_s", pa.float64()),

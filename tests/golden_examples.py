@@ -45,7 +45,7 @@ def _config(name: str) -> Any:
 
 async def _episodes(cfg: Any) -> list[dict[str, Any]]:
     from actors.registry import build_backend
-    from data.graders import grader_for
+    from data.grading.graders import grader_for
     from debate.episode import run_episode
     from sweep.plan import build_plan
     from sweep.pool import build_agents

@@ -11,8 +11,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from data.graded import AMBIGUOUS, NO_ANSWER
-from data.graders import grader_for
+from data.grading.graders import grader_for
+from data.grading.outcome import AMBIGUOUS, NO_ANSWER
 from data.types import Sample
 from debate.state import Turn
 from sweep.metrics import group_metrics

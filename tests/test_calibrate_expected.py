@@ -12,7 +12,7 @@ import pytest
 
 from actors.population import PopulationBackend
 from actors.populations import Population, parse
-from data.registry import load_benchmark
+from data.benchmarks.registry import load_benchmark
 from sweep.calibrate.evaluate import Evaluator, population_backends
 from sweep.calibrate.expected import vote_accuracy
 from sweep.calibrate.targets import load_targets

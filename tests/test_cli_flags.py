@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from actors.registry import engine_names
-from data.registry import CATALOG
+from data.benchmarks.registry import CATALOG
 from debate.methods import METHODS
 from sweep.cli import main
 from sweep.config import load_config

@@ -13,8 +13,8 @@ import pytest
 
 from actors.encoders import CachedEncoder, HashedEncoder, build_encoder
 from actors.registry import build_backend
-from data.graders import grader_for
-from data.registry import load_benchmark
+from data.benchmarks.registry import load_benchmark
+from data.grading.graders import grader_for
 from debate import prompts
 from debate.adversary import adversarial_messages
 from debate.baselines import matched_m, sample_costs, strongest

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from actors.registry import build_backend
-from data.graders import grader_for
-from data.registry import load_benchmark
+from data.benchmarks.registry import load_benchmark
+from data.grading.graders import grader_for
 from debate import prompts
 from debate.cpp_reward import order
 from debate.episode import Agent, run_episode

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from data import Sample, benchmark_names, grade, grader_for, load_benchmark
-from data.catalog import default_benchmark_dir
-from data.graders import ChoiceGrader, NumericGrader, canonical_choice, canonical_number
-from data.gsm8k import gold_from_solution
-from data.synthetic import make_item
+from data.benchmarks.catalog import default_benchmark_dir
+from data.benchmarks.gsm8k import gold_from_solution
+from data.benchmarks.synthetic import make_item
+from data.grading.graders import ChoiceGrader, NumericGrader, canonical_choice, canonical_number
 
 BENCHMARKS = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks"
 GSM8K_TEST = BENCHMARKS / "gsm8k" / "test.jsonl"

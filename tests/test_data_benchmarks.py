@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 
 from data import grader_for, load_benchmark
-from data.check import check_benchmark
-from data.choice import normalize_option
-from data.choices import LETTERS
-from data.gpqa import OPTION_FIELDS, PASSWORD
-from data.mathgrade import normalize, rational
-from data.registry import benchmark_info, split_items
-from data.sources import csv_records
-from data.splits import partition
+from data.benchmarks.check import check_benchmark
+from data.benchmarks.gpqa import OPTION_FIELDS, PASSWORD
+from data.benchmarks.options import LETTERS
+from data.benchmarks.registry import benchmark_info, split_items
+from data.benchmarks.sources import csv_records
+from data.benchmarks.splits import partition
+from data.grading.choice import normalize_option
+from data.grading.mathgrade import normalize, rational
 from data.types import Sample
 
 BENCHMARKS = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks"

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from data import check_benchmark, format_block, load_benchmark
-from data.choices import choice_sample, shuffle_order
-from data.formats import KINDS, STYLES, pear_task
+from data.benchmarks.formats import KINDS, STYLES, pear_task
+from data.benchmarks.options import choice_sample, shuffle_order
 
 BENCHMARKS = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks"
 needs_shared = pytest.mark.skipif(not BENCHMARKS.is_dir(), reason=f"shared benchmarks absent at {BENCHMARKS}")

@@ -17,7 +17,7 @@ import pytest
 
 from actors.base import ChatRequest, Completion
 from actors.registry import build_backend
-from data.graders import NumericGrader
+from data.grading.graders import NumericGrader
 from data.types import Sample
 from debate.decision import Decision, everyone
 from debate.episode import Agent, run_episode

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from actors.registry import build_backend
-from data.graders import NumericGrader
+from data.grading.graders import NumericGrader
 from data.types import Sample
 from debate.diagnostics import answer_entropy, diagnose, diagnose_episode, influence_entropy
 from debate.episode import Agent, run_episode

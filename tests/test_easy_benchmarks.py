@@ -1,4 +1,4 @@
-"""`sums` and `compare` (`data.easy`), the quickstart's one-step benchmarks: registered and loadable
+"""`sums` and `compare` (`data.benchmarks.easy`), the quickstart's one-step benchmarks: registered and loadable
 by name, each item fixed by (split seed, index) whatever else is generated, every gold right for its
 question, every level present, and the larger number's position random across items."""
 
@@ -10,8 +10,8 @@ from collections import Counter
 import pytest
 
 from data import grade
-from data.easy import SPLITS, compare_item, sums_item
-from data.registry import benchmark_info, load_benchmark
+from data.benchmarks.easy import SPLITS, compare_item, sums_item
+from data.benchmarks.registry import benchmark_info, load_benchmark
 
 
 @pytest.mark.parametrize("name", ["sums", "compare"])

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from actors.base import ChatRequest, Completion
-from data.graders import NumericGrader
+from data.grading.graders import NumericGrader
 from data.types import Sample
 from debate.episode import Agent, run_episode
 from debate.methods import build_method

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from data.graded import REASONS
-from data.graders import AnyGrader, ChoiceGrader, MathGrader, NumericGrader
+from data.grading.graders import AnyGrader, ChoiceGrader, MathGrader, NumericGrader
+from data.grading.outcome import REASONS
 
 CORPUS = Path(__file__).parent / "corpus"
 KINDS = ("numeric", "choice", "math")

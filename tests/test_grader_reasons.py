@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from data import grade, mathgrade
-from data.check import check_samples
-from data.graded import AMBIGUOUS, NO_ANSWER, REFUSED, TIMEOUT
-from data.graders import ChoiceGrader, MathGrader, NumericGrader
-from data.mathcheck import MathChecker
+from data import grade
+from data.benchmarks.check import check_samples
+from data.grading import mathgrade
+from data.grading.graders import ChoiceGrader, MathGrader, NumericGrader
+from data.grading.mathcheck import MathChecker
+from data.grading.outcome import AMBIGUOUS, NO_ANSWER, REFUSED, TIMEOUT
 from data.types import Sample
 
 

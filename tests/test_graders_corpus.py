@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from data import grade
-from data.graded import AMBIGUOUS
-from data.graders import AnyGrader, ChoiceGrader, MathGrader, NumericGrader, canonical_number
-from data.mathgrade import exact_text, extract_answer, normalize, rational
-from data.mathspans import spans
+from data.grading.graders import AnyGrader, ChoiceGrader, MathGrader, NumericGrader, canonical_number
+from data.grading.mathgrade import exact_text, extract_answer, normalize, rational
+from data.grading.mathspans import spans
+from data.grading.outcome import AMBIGUOUS
 
 CORPUS = Path(__file__).parent / "corpus" / "grader_cases.jsonl"
 CASES: list[dict[str, Any]] = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from data.graders import ChoiceGrader, MathGrader, NumericGrader
-from data.mathcheck import checker
+from data.grading.graders import ChoiceGrader, MathGrader, NumericGrader
+from data.grading.mathcheck import checker
 
 N_OUTPUTS = 10_000
 PER_CALL_LIMIT_S = 1.0

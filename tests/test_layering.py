@@ -152,8 +152,12 @@ def test_the_checks_catch_sideways_upward_and_circular_imports(
 
 def test_lazy_imports_are_arrows_too(tmp_path: Path) -> None:
     f = tmp_path / "m.py"
-    f.write_text("def f():\n    from data.registry import load_benchmark\n    import actors.base\n")
-    assert {"data.registry", "data.registry.load_benchmark", "actors.base"} <= imports(f)
+    f.write_text(
+        "def f():\n    from data.benchmarks.registry import load_benchmark\n    import actors.base\n"
+    )
+    assert {"data.benchmarks.registry", "data.benchmarks.registry.load_benchmark", "actors.base"} <= imports(
+        f
+    )
 
 
 def test_debate_sources_import_no_heavy_framework() -> None:

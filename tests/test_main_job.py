@@ -13,7 +13,7 @@ import pytest
 
 from actors.base import ChatRequest
 from actors.registry import build_backend
-from data.registry import load_benchmark
+from data.benchmarks.registry import load_benchmark
 from debate import prompts
 from debate.critique import answer_property, structured_schema
 from sweep.config import load_config

@@ -1,4 +1,4 @@
-"""The exact fast path (`data.mathfast`) gives math-verify's verdict wherever it gives one, never
+"""The exact fast path (`data.grading.mathfast`) gives math-verify's verdict wherever it gives one, never
 starts sympy, and leaves everything outside its reach to math-verify; a grader starts the math-verify
 worker in the background and a process that exits before it is warm does not wait for it."""
 
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from data.mathcheck import MathChecker
-from data.mathfast import equivalent
-from data.mathgrade import extract_answer, normalize, too_costly
-from data.mathworker import check
+from data.grading.mathcheck import MathChecker
+from data.grading.mathfast import equivalent
+from data.grading.mathgrade import extract_answer, normalize, too_costly
+from data.grading.mathworker import check
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "corpus"
@@ -137,7 +137,7 @@ def test_out_of_reach_answers_go_to_math_verify(answer: str) -> None:
 def test_the_first_check_never_starts_sympy() -> None:
     code = (
         "import sys, time\n"
-        "from data.graders import MathGrader\n"
+        "from data.grading.graders import MathGrader\n"
         "t = time.perf_counter()\n"
         "graded = MathGrader().explain('\\\\boxed{x^2+2x+1}', '(x+1)^2')\n"
         "print(graded.verdict, 'sympy' in sys.modules, round(time.perf_counter() - t, 3))\n"
@@ -152,8 +152,8 @@ def test_a_grader_starts_the_worker_in_the_background_and_exit_does_not_wait() -
     code = (
         "import time\n"
         "t = time.perf_counter()\n"
-        "from data.graders import MathGrader\n"
-        "from data.mathcheck import checker\n"
+        "from data.grading.graders import MathGrader\n"
+        "from data.grading.mathcheck import checker\n"
         "MathGrader()\n"
         "print(checker()._proc.pid, round(time.perf_counter() - t, 3), flush=True)\n"
     )

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from data import mathcheck, mathgrade
-from data.mathcheck import MathChecker, _cpu_seconds
-from data.mathgrade import MathGrader
+from data.grading import mathcheck, mathgrade
+from data.grading.mathcheck import MathChecker, _cpu_seconds
+from data.grading.mathgrade import MathGrader
 
 CORPUS = Path(__file__).parent / "corpus" / "differential_math.jsonl"
 MATH500 = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "math500" / "test.jsonl"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from data import numeric
-from data.numeric import read_number
+from data.grading import numeric
+from data.grading.numeric import read_number
 
 CORPUS = Path(__file__).parent / "corpus"
 OUTPUTS = sorted(

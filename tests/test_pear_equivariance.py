@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from actors.base import ChatRequest, Completion
-from data.graders import NumericGrader
+from data.grading.graders import NumericGrader
 from data.types import Sample
 from debate.decision import Decision
 from debate.episode import Agent, EpisodeResult, run_episode

@@ -9,7 +9,7 @@ import os
 import pytest
 from golden_prompts import parts
 
-from data.formats import format_block
+from data.benchmarks.formats import format_block
 from data.types import Sample
 from debate import prompts
 from debate.critique import critique_schema, read_reviews, read_verdicts, revise_schema, structured_schema

@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from actors.registry import build_backend
-from data.graders import NumericGrader
+from data.grading.graders import NumericGrader
 from data.types import Sample
 from debate.decision import Decision
 from debate.episode import Agent, run_episode

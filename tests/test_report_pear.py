@@ -17,7 +17,7 @@ import pytest
 from scipy import stats as sps
 
 from actors.registry import build_backend
-from data.registry import load_benchmark
+from data.benchmarks.registry import load_benchmark
 from debate.episode import Agent
 from debate.methods import build_method
 from sweep.report.build import build_tables

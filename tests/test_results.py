@@ -276,7 +276,7 @@ def test_a_real_pear_episode_stores_its_diagnostics(tmp_path: Path) -> None:
     import asyncio
 
     from actors.registry import build_backend
-    from data.graders import NumericGrader
+    from data.grading.graders import NumericGrader
     from data.types import Sample
     from debate.diagnostics import diagnose_episode
     from debate.episode import Agent, run_episode

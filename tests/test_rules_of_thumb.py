@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from actors.base import ChatRequest, Completion
 from actors.registry import build_backend
-from data.graders import NumericGrader
+from data.grading.graders import NumericGrader
 from data.types import Sample
 from debate.decision import Decision
 from debate.episode import Agent, run_episode

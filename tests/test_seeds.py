@@ -18,7 +18,7 @@ import pytest
 
 from actors.base import ChatRequest, Completion
 from actors.registry import build_backend
-from data.graders import NumericGrader
+from data.grading.graders import NumericGrader
 from data.types import Sample
 from debate.episode import Agent, run_episode
 from debate.methods import build_method

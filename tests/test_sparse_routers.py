@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from actors.registry import build_backend
-from data.graders import NumericGrader
+from data.grading.graders import NumericGrader
 from data.types import Sample
 from debate.episode import Agent, run_episode
 from debate.methods import build_method

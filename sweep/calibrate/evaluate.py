@@ -20,8 +20,8 @@ from actors.base import Backend
 from actors.population import PopulationBackend
 from actors.populations import Population
 from actors.simulated import SimulatedBackend
-from data.graders import grader_for
-from data.registry import load_benchmark
+from data.benchmarks.registry import load_benchmark
+from data.grading.graders import grader_for
 from data.types import Sample
 from debate.episode import Agent, run_episode
 from debate.methods import Method, build_method

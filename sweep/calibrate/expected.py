@@ -26,7 +26,7 @@ from actors.population import PopulationBackend
 from actors.populations import Population
 from actors.sim_hints import Hints
 from actors.sim_items import CONF_RIGHT, CONF_UNIFORM, CONF_WRONG, item_profile
-from data.graders import grader_for
+from data.grading.graders import grader_for
 from data.types import Sample
 
 DRAWS = 500  # per item: the estimate's sd is about 0.2 points on 100 items

@@ -22,7 +22,7 @@ HEADER = "# best params of study"  # the first line of every file `--best` write
 
 def held_out_split(benchmark: str, split: str) -> str:
     """The test counterpart of a tuning split: `test`, or `<scheme>:test` when the scheme has one."""
-    from data.registry import benchmark_info
+    from data.benchmarks.registry import benchmark_info
 
     if is_test_split(split):
         return split

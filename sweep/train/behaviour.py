@@ -12,8 +12,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from data.graders import grader_for
-from data.registry import load_benchmark
+from data.benchmarks.registry import load_benchmark
+from data.grading.graders import grader_for
 from debate.encoders import encoder_for
 from debate.episode import Agent, run_episode
 from debate.methods import build_method

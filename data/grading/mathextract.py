@@ -6,7 +6,7 @@
    a JSON `answer` field. After a phrase, the clause commits to the math it opens with, else to what
    follows its last 'is' ('Final Answer: The largest $n$ is 34' is 34), else to its only item.
 3. Two statements with different answers are two answers (ambiguous), unless words between them move
-   on ('wait', 'so', 'therefore', 'Final Answer'; `data.hedges`): then the later one. Answers joined by
+   on ('wait', 'so', 'therefore', 'Final Answer'; `data.grading.hedges`): then the later one. Answers joined by
    'or' are a set only when each gives one variable a value ('$x=2$ or $x=3$'); else ('$2$ or $3$',
    '\\boxed{3} or \\boxed{5}', '$12$, or maybe $14$') they are a hedge: ambiguous. A later statement
    that denies the answer ('the answer is not $5$') voids it; a correction right after it replaces it
@@ -21,13 +21,13 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 
-from data.graded import AMBIGUOUS, NO_ANSWER
-from data.hedges import among_cases, conclusion_after, rival
-from data.mathnorm import MAX_ANSWER_CHARS, same_answer
-from data.mathspans import clause_answer, masked, sentence_items, spans
-from data.numbers import NUMBER
-from data.statements import REVISION, SELF_CORRECTION, Statement, statements, states, unquoted
-from data.textutil import prepare
+from data.grading.hedges import among_cases, conclusion_after, rival
+from data.grading.mathnorm import MAX_ANSWER_CHARS, same_answer
+from data.grading.mathspans import clause_answer, masked, sentence_items, spans
+from data.grading.number_text import NUMBER
+from data.grading.outcome import AMBIGUOUS, NO_ANSWER
+from data.grading.statements import REVISION, SELF_CORRECTION, Statement, statements, states, unquoted
+from data.grading.textutil import prepare
 
 Read = tuple[str | None, str]
 _REVISION_WINDOW = 160

@@ -6,7 +6,7 @@ config `multiple_choice` was built from; `data/mc_task.json` is the 2021 update,
 `{"choices": [...], "labels": [...]}`). Online: `truthfulqa/truthful_qa`, config `multiple_choice`.
 
 The correct mc1 answer is always the first option in the raw file, so options are shuffled with a seed
-of the item's own (see `data.choices`). HF names its only split `validation`; here it is `test`, the
+of the item's own (see `data.benchmarks.options`). HF names its only split `validation`; here it is `test`, the
 evaluation set. Ids are 'truthfulqa-<index>' in file order, which HF keeps.
 """
 
@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from data.catalog import benchmark
-from data.choices import choice_sample
-from data.sources import Record, hub_records, load_from, pick_file, read_records
+from data.benchmarks.catalog import benchmark
+from data.benchmarks.options import choice_sample
+from data.benchmarks.sources import Record, hub_records, load_from, pick_file, read_records
 from data.types import Sample
 
 HF_DATASET = ("truthfulqa/truthful_qa", "multiple_choice")

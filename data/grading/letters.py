@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from data.statements import Statement
+from data.grading.statements import Statement
 
 # After a bare "A"/"I", these words mean the letter is the subject ("A is correct"), not prose.
 _LETTER_VERBS = frozenset(

@@ -1,11 +1,11 @@
 """Competition-math answers (MATH-500, MATH-Hard): grade the answer a reply commits to.
 
-Which answer a reply commits to is `data.mathextract`'s policy. Grading goes from cheap and exact to
+Which answer a reply commits to is `data.grading.mathextract`'s policy. Grading goes from cheap and exact to
 expensive: (1) the normalised strings are equal; (2) both are plain rationals (`0.5`, `\\frac{1}{2}`,
 `-3`, `1\\frac{4}{5}`): exact `Fraction` equality; (3) a word answer given in `\\text{}` ('Evelyn'):
 equality ignoring case; (4) both are polynomials or rational functions (with `\\pi` and square roots
-of rationals): exact equality without sympy (`data.mathfast`), so most checks never wait for math-verify;
-(5) math-verify in a worker process under a CPU-time limit (`data.mathcheck`), which a grader starts in
+of rationals): exact equality without sympy (`data.grading.mathfast`), so most checks never wait for math-verify;
+(5) math-verify in a worker process under a CPU-time limit (`data.grading.mathcheck`), which a grader starts in
 the background when it is made, so it is warm by the time a check needs it.
 Model text is never evaluated here: it is cut, normalised with linear-time regexes, refused when it
 looks like a computation bomb (`too_costly`) or its brackets do not balance, and only then handed to
@@ -24,11 +24,11 @@ from __future__ import annotations
 import re
 import threading
 
-from data.graded import ERROR, NO_ANSWER, REFUSED, TIMEOUT, Graded
-from data.mathcheck import Result, checker
-from data.mathextract import read_math
-from data.mathfast import equivalent as exact_equivalent
-from data.mathnorm import MAX_ANSWER_CHARS, exact_text, normalize, rational, too_costly
+from data.grading.mathcheck import Result, checker
+from data.grading.mathextract import read_math
+from data.grading.mathfast import equivalent as exact_equivalent
+from data.grading.mathnorm import MAX_ANSWER_CHARS, exact_text, normalize, rational, too_costly
+from data.grading.outcome import ERROR, NO_ANSWER, REFUSED, TIMEOUT, Graded
 from data.types import AnswerKind, Verdict
 
 __all__ = [
@@ -50,7 +50,7 @@ _REASON_OF: dict[str, str] = {"unparsed": REFUSED, "timeout": TIMEOUT, "error": 
 
 
 def extract_answer(output: str) -> str | None:
-    """The LaTeX answer `output` commits to (`data.mathextract`), or None."""
+    """The LaTeX answer `output` commits to (`data.grading.mathextract`), or None."""
     return read_math(output)[0]
 
 
@@ -108,7 +108,7 @@ class MathGrader:
         return canonical_math(output)
 
     def read(self, output: str) -> tuple[str | None, str]:
-        """The canonical answer, or None and why (`data.graded.REASONS`): what `canonical` gives, with its reason."""
+        """The canonical answer, or None and why (`data.grading.outcome.REASONS`): what `canonical` gives, with its reason."""
         return read_canonical(output)
 
     def explain(self, output: str, gold: str) -> Graded:

@@ -1,5 +1,5 @@
 """The benchmark catalog: each benchmark module registers its loader here with `@benchmark(...)`.
-`data.registry` imports every module (so the catalog is full) and serves loads from it; this module
+`data.benchmarks.registry` imports every module (so the catalog is full) and serves loads from it; this module
 imports no benchmark, so the modules can import it without a cycle."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from data.splits import Scheme
+from data.benchmarks.splits import Scheme
 from data.types import AnswerKind, Sample
 
 Loader = Callable[[str, str | None], list[Sample]]
@@ -59,5 +59,5 @@ def default_benchmark_dir() -> Path | None:
     env = os.environ.get(BENCHMARKS_ENV)
     if env:
         return Path(env).expanduser()
-    beside_repo = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks"
+    beside_repo = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks"
     return beside_repo if beside_repo.is_dir() else None

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import random
 
-from data.catalog import benchmark
-from data.choices import choice_sample
-from data.graders import canonical_number
+from data.benchmarks.catalog import benchmark
+from data.benchmarks.options import choice_sample
+from data.grading.graders import canonical_number
 from data.types import Sample
 
 SPLITS: dict[str, tuple[int, int]] = {"test": (0, 1000), "train": (1, 5000)}  # split -> (seed, size)

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from data.graded import AMBIGUOUS, NO_ANSWER
-from data.numbers import NUMBER
-from data.textutil import last_match
+from data.grading.number_text import NUMBER
+from data.grading.outcome import AMBIGUOUS, NO_ANSWER
+from data.grading.textutil import last_match
 
 MAX_SPANS = 400
 _MAX_BROKEN = 200  # how far a `$...$` split over lines may run

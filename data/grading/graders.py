@@ -1,7 +1,7 @@
-"""The graders, and which one grades a sample: numbers (`data.numeric`), option letters (`data.choice`)
-and LaTeX math (`data.mathgrade`). Each grading returns 'correct', 'wrong' or 'unparsable'
+"""The graders, and which one grades a sample: numbers (`data.grading.numeric`), option letters (`data.grading.choice`)
+and LaTeX math (`data.grading.mathgrade`). Each grading returns 'correct', 'wrong' or 'unparsable'
 (no answer could be read: it counts as wrong and is reported apart); each grader's `explain` also
-gives the answer read and why an output is unparsable (`data.graded`), and `read` gives the canonical
+gives the answer read and why an output is unparsable (`data.grading.outcome`), and `read` gives the canonical
 answer with that reason. A hedge between answers ('B or C', two 'Answer:' lines that disagree, 'The
 answer is 12, so 10 are left') is unparsable with the reason 'ambiguous': never credited, and counted
 apart (the `ambiguous` column of a sweep's episodes).
@@ -12,10 +12,10 @@ evaluates it; math answers are compared by math-verify in a worker process under
 
 from __future__ import annotations
 
-from data.choice import ChoiceGrader, canonical_choice, letters
-from data.mathgrade import MathGrader, canonical_math
-from data.numeric import NumericGrader, canonical_number, format_fraction
-from data.textutil import MAX_CHARS
+from data.grading.choice import ChoiceGrader, canonical_choice, letters
+from data.grading.mathgrade import MathGrader, canonical_math
+from data.grading.numeric import NumericGrader, canonical_number, format_fraction
+from data.grading.textutil import MAX_CHARS
 from data.types import AnswerKind, Sample
 
 AnyGrader = NumericGrader | ChoiceGrader | MathGrader

@@ -15,10 +15,10 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from data.choice import normalize_option
-from data.choices import LETTERS
-from data.graders import grader_for
-from data.registry import benchmark_info, split_items
+from data.benchmarks.options import LETTERS
+from data.benchmarks.registry import benchmark_info, split_items
+from data.grading.choice import normalize_option
+from data.grading.graders import grader_for
 from data.types import Sample, Verdict
 
 _RANK: dict[Verdict, int] = {"correct": 0, "unparsable": 1, "wrong": 2}

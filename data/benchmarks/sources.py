@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from data.catalog import default_benchmark_dir
+from data.benchmarks.catalog import default_benchmark_dir
 
 Record = dict[str, Any]
 T = TypeVar("T")

@@ -12,7 +12,7 @@ The policy (the README's "Benchmarks and graders" has it in prose):
    with nothing between that moves on ('Answer: B' then 'Answer: D'), or when its sentence offers
    another beside a word of doubt ('B, or maybe D', 'B (or possibly D)'): ambiguous.
 3. Without a positive statement: a last line that is only a letter, or an option's text; else an
-   option-by-option walkthrough that marks exactly one option correct (`data.walkthrough`); else the
+   option-by-option walkthrough that marks exactly one option correct (`data.grading.walkthrough`); else the
    one letter the text mentions without ruling it out. 'A is wrong', 'B or C' and 'Between A and B'
    commit to no single letter: unparsable.
 An answer labelled with one letter but giving another option's text is unparsable.
@@ -23,13 +23,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from data.graded import AMBIGUOUS, NO_ANSWER, REFUSED, Graded
-from data.hedges import moves_on
-from data.letters import Mention, is_prose, prose_mentions, revision_letter, statement_mention
-from data.statements import REVISION, SELF_CORRECTION, statements, unquoted
-from data.textutil import boxed_contents, prepare
+from data.grading.hedges import moves_on
+from data.grading.letters import Mention, is_prose, prose_mentions, revision_letter, statement_mention
+from data.grading.outcome import AMBIGUOUS, NO_ANSWER, REFUSED, Graded
+from data.grading.statements import REVISION, SELF_CORRECTION, statements, unquoted
+from data.grading.textutil import boxed_contents, prepare
+from data.grading.walkthrough import marked_option
 from data.types import AnswerKind, Verdict
-from data.walkthrough import marked_option
 
 _LETTER_TOKEN = re.compile(r"(?<![\w'’])(?P<open>[(\[])?(?P<letter>[A-Z])(?P<close>[)\]])?(?![\w'’])")
 _WHOLE_LETTER = re.compile(r"[(\[]?([A-Za-z])[)\].:]?")

@@ -24,10 +24,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from data.catalog import benchmark
-from data.choices import choice_sample
-from data.sources import Record, csv_records, hub_records, load_from, read_records
-from data.splits import Part, Scheme
+from data.benchmarks.catalog import benchmark
+from data.benchmarks.options import choice_sample
+from data.benchmarks.sources import Record, csv_records, hub_records, load_from, read_records
+from data.benchmarks.splits import Part, Scheme
 from data.types import Sample
 
 HF_DATASET = "Idavidrein/gpqa"

@@ -11,7 +11,7 @@ The policy (the README's "Benchmarks and graders" has it in prose):
    after it replaces it when it says so outright and names one number ('The answer is 18. Wait, no,
    20.' is 20), and voids it otherwise ('The answer is 18. Actually, 3 of them are left'). It is
    ambiguous when an earlier statement gives another number with nothing between that moves on
-   ('Answer: 12' then 'Answer: 14'; `data.hedges`), or when its sentence goes on to another number
+   ('Answer: 12' then 'Answer: 14'; `data.grading.hedges`), or when its sentence goes on to another number
    ('The answer is 12, so she has 10 left', 'Answer: 12 (or 14)'). Answers given per case before a
    concluding sentence ('... So the total is 10.') give way to it.
 4. Without statements: the last sentence with a number must commit to one (the result after its last
@@ -24,9 +24,8 @@ import functools
 import re
 from fractions import Fraction
 
-from data.graded import Graded
-from data.hedges import among_cases, conclusion_after, rival
-from data.numbers import (
+from data.grading.hedges import among_cases, conclusion_after, rival
+from data.grading.number_text import (
     AMBIGUOUS,
     NO_ANSWER,
     NUMBER,
@@ -39,8 +38,9 @@ from data.numbers import (
     spell_plainly,
     value,
 )
-from data.statements import REVISION, SELF_CORRECTION, Statement, statements, states, unquoted
-from data.textutil import last_match, prepare
+from data.grading.outcome import Graded
+from data.grading.statements import REVISION, SELF_CORRECTION, Statement, statements, states, unquoted
+from data.grading.textutil import last_match, prepare
 from data.types import AnswerKind, Verdict
 
 __all__ = ["NumericGrader", "canonical_number", "format_fraction", "read_number"]
@@ -140,7 +140,7 @@ def _value_text(m: re.Match[str]) -> str | None:
 
 def _competes(text: str, found: list[Statement], index: int, answer: str) -> bool:
     """Whether an earlier statement gives another number with nothing between that moves on
-    (`data.hedges.rival`): 'Answer: 12' then 'Answer: 14' states two answers."""
+    (`data.grading.hedges.rival`): 'Answer: 12' then 'Answer: 14' states two answers."""
     return rival(text, found, index, answer, lambda s: _read_statement(s, nested=True)[0], _equal)
 
 

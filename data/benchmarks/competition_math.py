@@ -27,10 +27,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from data.catalog import benchmark
-from data.sources import Record, hub_records, load_from, read_records, split_file
-from data.splits import Part, Scheme
-from data.textutil import boxed_contents
+from data.benchmarks.catalog import benchmark
+from data.benchmarks.sources import Record, hub_records, load_from, read_records, split_file
+from data.benchmarks.splits import Part, Scheme
+from data.grading.textutil import boxed_contents
 from data.types import Sample
 
 MATH500_HF = "HuggingFaceH4/MATH-500"

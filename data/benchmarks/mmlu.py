@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from data.catalog import benchmark
-from data.choices import LETTERS, choice_sample
-from data.sources import Record, hub_records, load_from, read_records, split_file
-from data.splits import Part, Scheme
+from data.benchmarks.catalog import benchmark
+from data.benchmarks.options import LETTERS, choice_sample
+from data.benchmarks.sources import Record, hub_records, load_from, read_records, split_file
+from data.benchmarks.splits import Part, Scheme
 from data.types import Sample
 
 MMLU_HF = ("cais/mmlu", "all")

@@ -1,6 +1,6 @@
 """Exact equivalence of simple math answers without sympy: the fast path that settles a check at once.
 
-Starting math-verify costs a second or more (sympy's imports and warm-up, `data.mathworker`), so the
+Starting math-verify costs a second or more (sympy's imports and warm-up, `data.grading.mathworker`), so the
 answers most checks compare — polynomials and rational functions of single-letter variables with
 integer exponents, `\\pi`, and square roots of rationals (`x^2+2x+1`, `\\frac{x}{2}`, `\\frac{\\sqrt{3}}{2}`,
 `2\\pi r^2`) — are decided here, exactly: both sides are written as fractions of polynomials over

@@ -1,6 +1,6 @@
 """The math-verify worker: a separate process that compares two LaTeX answers under a CPU-time limit.
 
-Run by `data.mathcheck` as `python -I` on this file; it imports only the standard library and
+Run by `data.grading.mathcheck` as `python -I` on this file; it imports only the standard library and
 math-verify (so no project module, nor the caller's working directory, can shadow one). The process is
 a *zygote*: it imports math-verify (seconds) and warms sympy's lazy imports once, then forks a child
 that serves requests. The parent kills a child that overruns; the zygote then forks a fresh, already

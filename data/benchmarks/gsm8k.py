@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from data.catalog import benchmark
-from data.graders import canonical_number
-from data.sources import Record, hub_records, load_from, read_records, require_str, split_file
+from data.benchmarks.catalog import benchmark
+from data.benchmarks.sources import Record, hub_records, load_from, read_records, require_str, split_file
+from data.grading.graders import canonical_number
 from data.types import Sample
 
 HF_DATASET = ("openai/gsm8k", "main")

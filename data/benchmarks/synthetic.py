@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from data.catalog import benchmark
-from data.graders import canonical_number
+from data.benchmarks.catalog import benchmark
+from data.grading.graders import canonical_number
 from data.types import Sample
 
 SPLITS: dict[str, tuple[int, int]] = {"test": (0, 1000), "train": (1, 5000)}  # split -> (seed, size)

@@ -1,7 +1,7 @@
 """Benchmarks registered by name; `load_benchmark` returns a deterministic subset of one split.
 
 A split is a native one (`test`, `train`, ... as the benchmark's files and Hugging Face name them) or a
-part of a partition scheme, `"<scheme>:<part>"` (`cpp:train`; see `data.splits`).
+part of a partition scheme, `"<scheme>:<part>"` (`cpp:train`; see `data.benchmarks.splits`).
 """
 
 from __future__ import annotations
@@ -9,16 +9,16 @@ from __future__ import annotations
 import random
 
 # Importing the modules registers their benchmarks in the catalog; none reads any data at import time.
-import data.competition_math
-import data.easy
-import data.gpqa
-import data.gsm8k
-import data.mmlu
-import data.synthetic
-import data.truthfulqa  # noqa: F401
+import data.benchmarks.competition_math
+import data.benchmarks.easy
+import data.benchmarks.gpqa
+import data.benchmarks.gsm8k
+import data.benchmarks.mmlu
+import data.benchmarks.synthetic
+import data.benchmarks.truthfulqa  # noqa: F401
 from common.names import closest, unknown_name
-from data.catalog import CATALOG, BenchmarkInfo
-from data.splits import partition
+from data.benchmarks.catalog import CATALOG, BenchmarkInfo
+from data.benchmarks.splits import partition
 from data.types import Sample
 
 

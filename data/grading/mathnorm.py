@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from data.textutil import braced
+from data.grading.textutil import braced
 
 MAX_ANSWER_CHARS = 300  # the longest MATH-500 gold is 60 characters
 MAX_DEPTH = 10  # brace/parenthesis nesting

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from data.statements import MOVES_ON, Statement, states
+from data.grading.statements import MOVES_ON, Statement, states
 
 Answer = TypeVar("Answer")
 _FINAL = re.compile(r"(?i)\bfinal(?:ly)?\b[\s*:]*(?:answer)?[\s*:]*\Z")

@@ -1,4 +1,4 @@
-"""Math equivalence under a time limit: the client of the math-verify worker process (`data.mathworker`).
+"""Math equivalence under a time limit: the client of the math-verify worker process (`data.grading.mathworker`).
 
 sympy can hang (a power tower, a huge factorial) in C code that no signal interrupts, and math-verify's
 own timeout uses `signal.alarm` (whole seconds, main thread only). So checks run in a worker process:

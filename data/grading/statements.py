@@ -14,7 +14,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Literal
 
-from data.textutil import braced, last_phrases
+from data.grading.textutil import braced, last_phrases
 
 BODY_CHARS = 600  # how much text after a phrase may hold its answer
 MAX_BOXES = 64  # boxes kept, from the last one back
