@@ -26,6 +26,7 @@ from data.types import Grader, Sample
 from debate.adversary import adversarial_messages
 from debate.critique import answer_property, read_reviews, read_verdicts, structured_schema
 from debate.decision import Decision
+from debate.hooks import hook
 from debate.methods import Method
 from debate.parsing import parse_reply
 from debate.phases import PHASE_CALLS, Call, initial_calls
@@ -82,10 +83,10 @@ async def run_episode(
     style = method.prompt_style
 
     router = method.router
-    bind = getattr(router, "for_item", None)
+    bind = hook(router, "for_item")
     if bind is not None:  # a router that reads its item in the driver (the oracle: the gold, never shown)
         router = bind(sample, grader)
-    opening = getattr(router, "opening", None)
+    opening = hook(router, "opening")
     first: Decision | None = opening(state) if opening is not None else None
     turns = await _respond(
         initial_calls(sample, n, style), seats, first, sample, grader, 0, seeds, style, dataset

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import debate.baselines  # noqa: F401 - registers vote and consistency
 import debate.routers  # noqa: F401 - registers the routed methods
+from debate.hooks import hook
 from debate.prompts import STYLE_PHASES, STYLES
 from debate.registry import METHODS, label, method, method_def, resolve
 from debate.routers.base import Router
@@ -62,7 +63,7 @@ class Method:
         """The team member each seat runs on, given one key per member (model, adversarial): the
         method's own choice where its params have `seats` (vote, consistency), else seat i on member
         i mod the team's size, for `team_size` seats."""
-        pick = getattr(self.params, "seats", None)
+        pick = hook(self.params, "seats")
         if pick is not None:
             return list(pick(list(keys)))
         return [i % len(keys) for i in range(self.team_size(len(keys)))]
@@ -78,7 +79,7 @@ def build_method(name: str, args: Mapping[str, Any] | None = None) -> Method:
         raise ValueError(f"method '{name}': unknown prompt_style '{style}'; known: {', '.join(STYLES)}")
     params = d.params(**{k: kwargs[k] for k in d.own_defaults()})
     if not d.routed:  # no debate rounds: the params object says how many agents answer
-        return Method(spec, None, "update", getattr(params, "team_size", None), 0, style, params)
+        return Method(spec, None, "update", hook(params, "team_size"), 0, style, params)
     protocol = kwargs["protocol"]
     if protocol not in PROTOCOLS:
         raise ValueError(f"method '{name}': unknown protocol '{protocol}'; known: {', '.join(PROTOCOLS)}")
@@ -90,7 +91,7 @@ def build_method(name: str, args: Mapping[str, Any] | None = None) -> Method:
         )
     if d.check is not None:
         d.check(kwargs)
-    return Method(spec, params, protocol, getattr(params, "team_size", None), None, style, params)
+    return Method(spec, params, protocol, hook(params, "team_size"), None, style, params)
 
 
 @method("cot", protocol=None, summary="one agent, one chain-of-thought answer")

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.names import unknown_name
+from debate.hooks import hook
 from debate.spec import Spec, closest
 
 SHARED_DEFAULTS = {"prompt_style": "pear"}
@@ -109,7 +110,7 @@ def resolve(name: str, args: Mapping[str, Any] | None = None) -> Spec:
     (did-you-mean; a renamed one gets its new name) or type."""
     d = method_def(name)
     defaults = d.defaults()
-    renamed = {old: new for new, old in getattr(d.params, "RENAMED", {}).items()}
+    renamed = {old: new for new, old in hook(d.params, "RENAMED").items()}
     given = dict(args or {})
     for key in given:
         if key in renamed and renamed[key] not in given:
@@ -130,11 +131,11 @@ def resolve(name: str, args: Mapping[str, Any] | None = None) -> Spec:
 
 def _identity(params: type, resolved: Mapping[str, Any]) -> dict[str, Any]:
     """The id-facing arguments: former names, later arguments left out while at their default."""
-    renamed: dict[str, str] = getattr(params, "RENAMED", {})
-    added: dict[str, Any] = getattr(params, "ADDED", {})
-    hook: Callable[[dict[str, Any]], dict[str, Any]] | None = getattr(params, "identity_of", None)
+    renamed: dict[str, str] = hook(params, "RENAMED")
+    added: dict[str, Any] = hook(params, "ADDED")
+    identity_of: Callable[[dict[str, Any]], dict[str, Any]] | None = hook(params, "identity_of")
     kept = {k: v for k, v in resolved.items() if not (k in added and added[k] == v)}
-    return {renamed.get(k, k): v for k, v in (hook(kept) if hook else kept).items()}
+    return {renamed.get(k, k): v for k, v in (identity_of(kept) if identity_of else kept).items()}
 
 
 def label(name: str, args: Mapping[str, Any]) -> str:
@@ -143,7 +144,7 @@ def label(name: str, args: Mapping[str, Any]) -> str:
     d = METHODS.get(name)
     if d is None:
         return name
-    defaults, shown = d.defaults(), getattr(d.params, "LABEL", ())
+    defaults, shown = d.defaults(), hook(d.params, "LABEL")
     ordered = sorted(args.items(), key=lambda kv: (kv[0] not in shown, kv[0]))  # the naming ones first
     keep = [(k, v) for k, v in ordered if k in shown or defaults.get(k, v) != v]
     return f"{name}({', '.join(f'{k}={v}' for k, v in keep)})" if keep else name

@@ -21,6 +21,7 @@ from actors.populations import load as load_population
 from actors.registry import check_engine_args, engine_names, engine_traits
 from common.names import unknown_name
 from data.benchmarks.registry import benchmark_names
+from debate.hooks import hook
 from debate.methods import METHODS, build_method
 from debate.spec import closest, stable_hash
 from sweep import paths
@@ -207,7 +208,7 @@ class SweepConfig(_Strict):
             raise ValueError(f"agents: {len(self.team())} seats in all; at most 1024")
         seats = [(j, a.model, self.models[a.model].engine) for j, a in enumerate(self.agents)]
         for i, m in enumerate(self.methods):  # a method may need an engine trait (the oracle: reads_gold)
-            needs: tuple[str, str] = getattr(METHODS[m.name].params, "ENGINE_NEEDS", ("", ""))  # (trait, why)
+            needs: tuple[str, str] = hook(METHODS[m.name].params, "ENGINE_NEEDS")  # (trait, why)
             for j, name, engine in seats:
                 if needs[0] and not getattr(engine_traits(engine), needs[0]):
                     able = [e for e in engine_names() if getattr(engine_traits(e), needs[0])]
