@@ -55,14 +55,14 @@ class CppReward:
     prune_flip: float = 1.0
 
     def __post_init__(self) -> None:
-        for f in fields(self):
+        for f in fields(self):  # getattr below: the dataclass's own fields, one check for each
             if not np.isfinite(getattr(self, f.name)):
                 raise ValueError(f"reward: {f.name} must be a finite number, got {getattr(self, f.name)}")
         if not -1.0 <= self.k <= 1.0:
             raise ValueError(f"reward: k must be in [-1, 1], got {self.k}")
         if self.a <= 0 or self.round_scale <= 0:
             raise ValueError("reward: a and round_scale must be > 0")
-        for name in ("beta", "gamma"):
+        for name in ("beta", "gamma"):  # own fields, by name
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"reward: {name} must be in [0, 1], got {getattr(self, name)}")
 

@@ -199,6 +199,7 @@ def _round(state: DebateState, r: int, right: list[list[bool]], rho: np.ndarray)
 def _summary(rounds: Sequence[RoundDiagnostics]) -> dict[str, Any]:
     """The episode's pooled diagnostics (the episodes table's diagnostic columns)."""
     later = rounds[1:]
+    # getattr: a round's own dataclass fields, summed by name
     total = lambda key: sum(getattr(d, key) or 0 for d in later)  # noqa: E731
     w2r = _ratio(total("w2r_count"), total("wrong_before"))
     r2w = _ratio(total("r2w_count"), total("right_before"))

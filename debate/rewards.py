@@ -48,7 +48,7 @@ class RewardWeights:
     token_scale: float = 10_000.0
 
     def __post_init__(self) -> None:
-        for f in fields(self):
+        for f in fields(self):  # its own fields, one check for each
             value = getattr(self, f.name)
             if not np.isfinite(value) or value < 0:
                 raise ValueError(f"reward: {f.name} must be a finite number >= 0, got {value}")

@@ -32,7 +32,7 @@ class PruningArch:
             raise ValueError(f"not a CPP policy (kind {self.kind!r})")
         if self.n_agents < 2 or self.dim < 1 or self.hidden < 1:
             raise ValueError("cpp policy: n_agents must be >= 2, dim and hidden >= 1")
-        for name in ("seat_models", "output_lengths"):
+        for name in ("seat_models", "output_lengths"):  # own fields, by name
             value = getattr(self, name)
             if value and len(value) != self.n_agents:
                 raise ValueError(f"cpp policy: {name} must have one entry per seat ({self.n_agents})")

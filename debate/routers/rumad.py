@@ -72,7 +72,7 @@ class RumadRouter:
     LABEL: ClassVar[tuple[str, ...]] = ("budget",)
 
     def __post_init__(self) -> None:
-        for name in ("theta_act", "theta_vis"):
+        for name in ("theta_act", "theta_vis"):  # own fields, by name
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"rumad: {name} must be in [0, 1], got {getattr(self, name)}")
         if self.budget < 0:
