@@ -59,5 +59,5 @@ def default_benchmark_dir() -> Path | None:
     env = os.environ.get(BENCHMARKS_ENV)
     if env:
         return Path(env).expanduser()
-    beside_repo = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks"
+    beside_repo = Path(__file__).resolve().parents[3] / "shared" / "benchmarks"  # <repo>/../shared
     return beside_repo if beside_repo.is_dir() else None

@@ -151,8 +151,8 @@ async def train_trial(
     The trial's user attrs get the curve, the reward weights and the router's arguments."""
     from sweep.targets import own_dir
     from sweep.train import state
+    from sweep.train.run import train_async
 
-    train_async = training.trainer.programs().train_async
     setup = trial_training(training, out, params)
     from optuna.trial import TrialState
 

@@ -1,8 +1,8 @@
 """The training algorithms in one table: the config sections each reads, its own hyperparameter
 section (named as the algorithm: `ppo:` or `pg:`, which holds its `updates` and `seed`), the keys of
-that section a study may tune beside the reward, and the module holding its programs
-(`train(setup, agents, tracker, console)` and `train_async(...)`, imported when a training starts:
-torch stays unloaded until then). Code that depends on the algorithm reads this table; nothing
+that section a study may tune beside the reward, and the module holding its program
+(`run(setup, agents, tracker, console, on_update, progress)`, awaited by `sweep.train.run` and
+imported when a training starts: torch stays unloaded until then). Code that depends on the algorithm reads this table; nothing
 switches on its name."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class Algorithm:
     module: str
 
     def programs(self) -> ModuleType:
-        """The module with its `train` and `train_async`."""
+        """The module with its `run`."""
         return importlib.import_module(self.module)
 
 

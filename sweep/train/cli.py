@@ -130,8 +130,7 @@ def _tracker(setup: TrainSetup, args: argparse.Namespace) -> Any:
 def _run(setup: TrainSetup, args: argparse.Namespace) -> int:
     from sweep.pool import EnginePool
     from sweep.train import state
-
-    train = setup.trainer.programs().train
+    from sweep.train.run import train
 
     err = Console(stderr=True, soft_wrap=True)
     out = Console(soft_wrap=True) if sys.stdout.isatty() else Console(width=160, soft_wrap=True)

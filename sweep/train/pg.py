@@ -40,14 +40,14 @@ from debate.policies.fuseglu import Pruner, PruningNet, build, load_weights
 from debate.policies.pruning import PruningArch
 from debate.routers.cpp import CppPolicyRouter, CppRouter
 from debate.trajectory import EpisodeResult
-from sweep import interrupt
 from sweep.train import state
 from sweep.train.behaviour import behaviour
 from sweep.train.config import TrainSetup
-from sweep.train.ppo import TrainOutcome
 from sweep.train.progress import TrainProgress
 from sweep.train.rollouts import rollout_tasks, run_rollouts, training_items
-from sweep.train.tracking import NullTrainTracker, plot_curves
+from sweep.train.run import TrainOutcome
+from sweep.train.run import train as train  # re-exported: the one entry
+from sweep.train.tracking import plot_curves
 
 
 @dataclasses.dataclass
@@ -137,35 +137,7 @@ def pg_update(
     return {"policy_loss": float(pg_loss.detach()), "entropy_coef": ent_coef, "grad_norm": float(grad)}
 
 
-def train(
-    setup: TrainSetup,
-    agents: Mapping[str, Agent],
-    tracker: Any = None,
-    console: Console | None = None,
-    on_update: Callable[[list[dict[str, float]]], bool] | None = None,
-    progress: TrainProgress | None = None,
-) -> TrainOutcome:
-    """Train (or resume training) CPP's pruning policy on `agents`; `on_update` and `progress` as for
-    PPO's `train`."""
-    return interrupt.run(train_async(setup, agents, tracker, console, on_update, progress))
-
-
-async def train_async(
-    setup: TrainSetup,
-    agents: Mapping[str, Agent],
-    tracker: Any = None,
-    console: Console | None = None,
-    on_update: Callable[[list[dict[str, float]]], bool] | None = None,
-    progress: TrainProgress | None = None,
-) -> TrainOutcome:
-    """`train` inside a running event loop (a study's trial)."""
-    tracker, console = tracker or NullTrainTracker(), console or Console(stderr=True)
-    progress = progress or TrainProgress(console, setup.cfg.pg.updates, setup.base.progress_every_s)
-    async with progress.beating():
-        return await _train(setup, progress.meter.metered(agents), tracker, console, on_update, progress)
-
-
-async def _train(
+async def run(
     setup: TrainSetup,
     agents: Mapping[str, Agent],
     tracker: Any,
@@ -173,6 +145,8 @@ async def _train(
     on_update: Callable[[list[dict[str, float]]], bool] | None,
     progress: TrainProgress,
 ) -> TrainOutcome:
+    """CPP's policy-gradient program, from a fresh network or the last update's state
+    (`sweep.train.run` sets up the tracker, console and progress and awaits it)."""
     torch.set_num_threads(1)
     cfg, params = setup.cfg.pg, setup.method.router
     assert isinstance(params, CppRouter)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,22 +32,13 @@ from debate.episode import Agent
 from debate.policies.actor_critic import ActorCritic, PolicyArch, build, load_weights
 from debate.policies.controller import Controller, one_thread
 from debate.routers.rumad import PolicyRouter
-from sweep import interrupt
 from sweep.train import state
 from sweep.train.config import TrainSetup
 from sweep.train.progress import TrainProgress
 from sweep.train.rollouts import Batch, collect, rollout_tasks, run_rollouts, training_items
-from sweep.train.tracking import NullTrainTracker, plot_curves
-
-
-@dataclass
-class TrainOutcome:
-    policy: Path  # the final policy file
-    digest: str  # its content hash
-    history: list[dict[str, float]]
-    resumed_from: int  # updates already done when this run started
-    run_id: str | None = None
-    best: Path | None = None  # the policy of the best evaluation (by eval.return), when evaluated
+from sweep.train.run import TrainOutcome
+from sweep.train.run import train as train  # re-exported: the one entry
+from sweep.train.tracking import plot_curves
 
 
 def gae(rewards: np.ndarray, values: np.ndarray, ends: np.ndarray, gamma: float, lam: float) -> np.ndarray:
@@ -127,36 +117,7 @@ def ppo_update(
     return out
 
 
-def train(
-    setup: TrainSetup,
-    agents: Mapping[str, Agent],
-    tracker: Any = None,
-    console: Console | None = None,
-    on_update: Callable[[list[dict[str, float]]], bool] | None = None,
-    progress: TrainProgress | None = None,
-) -> TrainOutcome:
-    """Train (or resume training) the policy on `agents`; after each update `on_update` sees every
-    update's metrics so far and may return True to stop early (a study's pruner). `progress` prints
-    the progress lines (default: on `console`, as often as the base sweep's `progress_every_s`)."""
-    return interrupt.run(train_async(setup, agents, tracker, console, on_update, progress))
-
-
-async def train_async(
-    setup: TrainSetup,
-    agents: Mapping[str, Agent],
-    tracker: Any = None,
-    console: Console | None = None,
-    on_update: Callable[[list[dict[str, float]]], bool] | None = None,
-    progress: TrainProgress | None = None,
-) -> TrainOutcome:
-    """`train` inside a running event loop (a study's trial)."""
-    tracker, console = tracker or NullTrainTracker(), console or Console(stderr=True)
-    progress = progress or TrainProgress(console, setup.cfg.ppo.updates, setup.base.progress_every_s)
-    async with progress.beating():
-        return await _train(setup, progress.meter.metered(agents), tracker, console, on_update, progress)
-
-
-async def _train(
+async def run(
     setup: TrainSetup,
     agents: Mapping[str, Agent],
     tracker: Any,
@@ -164,6 +125,8 @@ async def _train(
     on_update: Callable[[list[dict[str, float]]], bool] | None,
     progress: TrainProgress,
 ) -> TrainOutcome:
+    """RUMAD's PPO program, from a fresh network or the last update's state (`sweep.train.run` sets
+    up the tracker, console and progress and awaits it)."""
     one_thread()
     cfg = setup.cfg.ppo
     arch = PolicyArch(
