@@ -8,7 +8,7 @@ from typing import Any
 
 from actors.arguments import ArgsCheck, check_args, declared
 from actors.base import Backend
-from common.names import unknown_name
+from common.registry import Registry
 
 BackendFactory = Callable[..., Backend]
 
@@ -27,9 +27,20 @@ class Traits:
     population_arg: str | None = None
 
 
-_ENGINES: dict[str, BackendFactory] = {}
-_CHECKS: dict[str, ArgsCheck] = {}
-_TRAITS: dict[str, Traits] = {}
+@dataclass(frozen=True)
+class Engine:
+    """A registered engine: its factory (`model=` and the engine's args), the range check its
+    arguments get (None: types only) and its traits."""
+
+    factory: BackendFactory
+    check: ArgsCheck | None = None
+    traits: Traits = Traits()
+
+
+# The builtin engines register when their modules are imported, on the first lookup; none of them
+# imports a heavy engine at module level (llama_cpp, vllm, aiohttp are imported inside the classes).
+BUILTIN_ENGINE_MODULES = ("actors.simulated", "actors.llama_cpp", "actors.vllm_engine", "actors.http")
+ENGINES: Registry[Engine] = Registry("engine", builtins=BUILTIN_ENGINE_MODULES)
 
 
 def backend(
@@ -40,61 +51,34 @@ def backend(
     bad range."""
 
     def deco(factory: BackendFactory) -> BackendFactory:
-        _ENGINES[name] = factory
-        _TRAITS[name] = traits
-        if check is not None:
-            _CHECKS[name] = check
+        ENGINES[name] = Engine(factory, check, traits)
         return factory
 
     return deco
 
 
 def engine_traits(engine: str) -> Traits:
-    """The traits engine `engine` registered with (KeyError naming the known engines)."""
-    _load_builtins()
-    if engine not in _TRAITS:
-        raise KeyError(unknown_name("engine", engine, sorted(_ENGINES)))
-    return _TRAITS[engine]
+    """The traits engine `engine` registered with (`UnknownName`, a KeyError, naming the known engines)."""
+    return ENGINES[engine].traits
 
 
 def check_engine_args(engine: str, model: str, args: dict[str, Any]) -> None:
     """ValueError (naming `args.<name>`) unless `args` are arguments `engine` declares, of the
     declared types and within the engine's ranges; nothing is built or imported heavily."""
-    _load_builtins()
-    if engine not in _ENGINES:
-        raise ValueError(unknown_name("engine", engine, sorted(_ENGINES)))
-    check_args(engine, _ENGINES[engine], _CHECKS.get(engine), model, args)
+    e = ENGINES[engine]
+    check_args(engine, e.factory, e.check, model, args)
 
 
 def engine_names() -> list[str]:
-    _load_builtins()
-    return sorted(_ENGINES)
+    return ENGINES.names()
 
 
 def engine_arguments(engine: str) -> dict[str, Any]:
     """The arguments a config may give engine `engine`, with their defaults (`inspect.Parameter.empty`
     when required)."""
-    _load_builtins()
-    return {n: p.default for n, p in declared(_ENGINES[engine]).items()}
+    return {n: p.default for n, p in declared(ENGINES[engine].factory).items()}
 
 
 def build_backend(engine: str, model: str, args: dict[str, Any] | None = None) -> Backend:
     """Instantiate engine `engine` serving `model`. Heavy engines import their libraries here, lazily."""
-    _load_builtins()
-    if engine not in _ENGINES:
-        raise KeyError(unknown_name("engine", engine, sorted(_ENGINES)))
-    return _ENGINES[engine](model=model, **(args or {}))
-
-
-BUILTIN_ENGINE_MODULES = ("actors.simulated", "actors.llama_cpp", "actors.vllm_engine", "actors.http")
-
-
-def _load_builtins() -> None:
-    # Importing the modules registers them; none of them imports a heavy engine at module level
-    # (llama_cpp, vllm, aiohttp are imported inside the engine classes).
-    import importlib
-    import importlib.util
-
-    for name in BUILTIN_ENGINE_MODULES:
-        if importlib.util.find_spec(name) is not None:
-            importlib.import_module(name)
+    return ENGINES[engine].factory(model=model, **(args or {}))

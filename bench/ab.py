@@ -29,9 +29,14 @@ import json, os, shutil, sys, tempfile, time
 sys.path.insert(0, os.getcwd())
 import pyarrow as pa
 from rich.console import Console
-from sweep.config import load_config
-from sweep.plan import build_plan
-from sweep.runner import run_sweep
+try:  # sweep/ in rooms; a commit from before them has the modules at its top
+    from sweep.config.sweep import load_config
+    from sweep.run.plan import build_plan
+    from sweep.run.runner import run_sweep
+except ImportError:
+    from sweep.config import load_config
+    from sweep.plan import build_plan
+    from sweep.runner import run_sweep
 pa.array([0])  # pyarrow's first array imports pandas: a start-up cost, as in bench/overhead.py
 cfg = load_config("examples/simulated.yaml", [f"datasets.0.limit={sys.argv[1]}", "tracking.enabled=false"])
 out = tempfile.mkdtemp(prefix="bench-ab-")

@@ -36,14 +36,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from actors.base import ChatRequest, Completion, Message  # noqa: E402
 from actors.batch_curve import BatchCurve, BatchingEngine, Cluster  # noqa: E402
 from actors.registry import build_backend  # noqa: E402
-from sweep.config import SweepConfig, load_config  # noqa: E402
-from sweep.ownership import Claims  # noqa: E402
-from sweep.plan import build_plan  # noqa: E402
-from sweep.pool import build_agents  # noqa: E402
-from sweep.records import Recorder  # noqa: E402
-from sweep.results import BufferedWriter, ResultStore  # noqa: E402
-from sweep.runner import SpaceGate  # noqa: E402
-from sweep.scheduler import run_tasks  # noqa: E402
+from sweep.config.sweep import SweepConfig, load_config  # noqa: E402
+from sweep.engines.pool import build_agents  # noqa: E402
+from sweep.run.plan import build_plan  # noqa: E402
+from sweep.run.runner import SpaceGate  # noqa: E402
+from sweep.run.scheduler import run_tasks  # noqa: E402
+from sweep.store.ownership import Claims  # noqa: E402
+from sweep.store.records import Recorder  # noqa: E402
+from sweep.store.results import BufferedWriter, ResultStore  # noqa: E402
 
 
 class WarpSelector(selectors.DefaultSelector):

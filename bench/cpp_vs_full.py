@@ -50,7 +50,7 @@ from data.grading.graders import grader_for  # noqa: E402
 from debate.baselines import Consistency, matched_m, strongest  # noqa: E402
 from debate.episode import Agent, run_episode  # noqa: E402
 from debate.methods import Method, build_method  # noqa: E402
-from sweep.pool import build_agents  # noqa: E402
+from sweep.engines.pool import build_agents  # noqa: E402
 from sweep.train.config import load_train  # noqa: E402
 from sweep.train.pg import train  # noqa: E402
 

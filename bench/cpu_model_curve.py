@@ -37,10 +37,10 @@ sys.path.insert(0, str(ROOT))
 from actors.base import ChatRequest, Completion  # noqa: E402
 from actors.llama_cpp import LlamaCppBackend, chat_kwargs  # noqa: E402
 from actors.registry import build_backend  # noqa: E402
-from sweep.config import load_config  # noqa: E402
-from sweep.plan import build_plan  # noqa: E402
-from sweep.pool import build_agents  # noqa: E402
-from sweep.scheduler import run_tasks  # noqa: E402
+from sweep.config.sweep import load_config  # noqa: E402
+from sweep.engines.pool import build_agents  # noqa: E402
+from sweep.run.plan import build_plan  # noqa: E402
+from sweep.run.scheduler import run_tasks  # noqa: E402
 
 DEFAULT_OUT = ROOT / "sweep" / "profiles" / "smollm2_cpu.yaml"
 

@@ -27,8 +27,8 @@ from actors.registry import build_backend  # noqa: E402
 from data.grading.graders import grader_for  # noqa: E402
 from debate.episode import Agent, run_episode  # noqa: E402
 from debate.prompts import REPLY_SCHEMA  # noqa: E402
-from sweep.config import SweepConfig, load_config  # noqa: E402
-from sweep.plan import EpisodeTask, build_plan  # noqa: E402
+from sweep.config.sweep import SweepConfig, load_config  # noqa: E402
+from sweep.run.plan import EpisodeTask, build_plan  # noqa: E402
 
 
 class Recorder:
@@ -77,11 +77,11 @@ def raw(cfg: SweepConfig, model: str, requests: list[ChatRequest]) -> tuple[int,
 
 
 def framework(cfg: SweepConfig, model: str, tasks: list[EpisodeTask]) -> tuple[int, float]:
-    from sweep.engines import start_engines, stop_engines
-    from sweep.ray_runtime import init_ray
-    from sweep.records import Recorder
-    from sweep.results import BufferedWriter, ResultStore
-    from sweep.scheduler import run_tasks
+    from sweep.engines.actors import start_engines, stop_engines
+    from sweep.engines.ray_runtime import init_ray
+    from sweep.run.scheduler import run_tasks
+    from sweep.store.records import Recorder
+    from sweep.store.results import BufferedWriter, ResultStore
 
     init_ray(cfg.ray.address, cfg.ray.num_cpus)
     backends = start_engines({model: cfg.models[model]})

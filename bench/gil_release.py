@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from debate.spec import hash_text  # noqa: E402
-from sweep.cache import _connect, _insert  # noqa: E402
+from sweep.store.cache import _connect, _insert  # noqa: E402
 
 BATCH = 500  # rows per transaction, about what the cache's writer commits at once in a sweep
 PROMPT = "x" * 2455  # the mean request text of `examples/simulated.yaml` (6,600 requests, 50 items)

@@ -38,10 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from actors.base import ChatRequest, Completion  # noqa: E402
 from actors.registry import build_backend  # noqa: E402
-from sweep.config import SweepConfig, load_config  # noqa: E402
-from sweep.plan import build_plan  # noqa: E402
-from sweep.pool import build_agents  # noqa: E402
-from sweep.scheduler import fewer_collections, run_one, run_tasks  # noqa: E402
+from sweep.config.sweep import SweepConfig, load_config  # noqa: E402
+from sweep.engines.pool import build_agents  # noqa: E402
+from sweep.run.plan import build_plan  # noqa: E402
+from sweep.run.scheduler import fewer_collections, run_one, run_tasks  # noqa: E402
 
 
 class Taped:
@@ -79,10 +79,10 @@ def layers(
 ) -> list[tuple[str, tuple[int, float, float]]]:
     import pyarrow as pa
 
-    from sweep.cache import CallCache
-    from sweep.records import Recorder
-    from sweep.results import BufferedWriter, ResultStore
-    from sweep.runner import PART_EPISODES, PART_TURNS
+    from sweep.run.runner import PART_EPISODES, PART_TURNS
+    from sweep.store.cache import CallCache
+    from sweep.store.records import Recorder
+    from sweep.store.results import BufferedWriter, ResultStore
 
     pa.array(
         [0]
@@ -143,8 +143,8 @@ def layers(
 def ray_layer(
     cfg: SweepConfig, specs: dict[str, Any], with_parquet: Callable[[bool, Any], int]
 ) -> tuple[int, float, float]:
-    from sweep.engines import start_engines, stop_engines
-    from sweep.ray_runtime import init_ray
+    from sweep.engines.actors import start_engines, stop_engines
+    from sweep.engines.ray_runtime import init_ray
 
     init_ray(None, cfg.ray.num_cpus)
     remote = start_engines(dict(specs))
@@ -158,7 +158,7 @@ def ray_layer(
 def sweep_run(cfg: SweepConfig, out: Path, drivers: int = 1, run: int = 0) -> tuple[int, float, float]:
     from rich.console import Console
 
-    from sweep.runner import run_sweep
+    from sweep.run.runner import run_sweep
 
     run_cfg = cfg.model_copy(update={"output_dir": str(out / f"sweep-run-{drivers}-{run}")})
     plan = build_plan(run_cfg)

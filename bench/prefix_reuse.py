@@ -36,11 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from actors.base import ChatRequest, Completion  # noqa: E402
 from actors.registry import build_backend  # noqa: E402
 from actors.vllm_engine import CPU_BLOCK_SIZE  # noqa: E402
-from sweep.cache import CallCache  # noqa: E402
-from sweep.config import SweepConfig, validate  # noqa: E402
-from sweep.plan import build_plan  # noqa: E402
-from sweep.pool import build_agents  # noqa: E402
-from sweep.scheduler import run_tasks  # noqa: E402
+from sweep.config.sweep import SweepConfig, validate  # noqa: E402
+from sweep.engines.pool import build_agents  # noqa: E402
+from sweep.run.plan import build_plan  # noqa: E402
+from sweep.run.scheduler import run_tasks  # noqa: E402
+from sweep.store.cache import CallCache  # noqa: E402
 
 BLOCK = CPU_BLOCK_SIZE  # what VLLMBackend gives vLLM-CPU unless engine_args say otherwise
 KV_TOKENS = 23_296  # VLLM_CPU_KVCACHE_SPACE=1 with SmolLM2-135M at fp32 (shared/notes)
@@ -155,8 +155,8 @@ def measured(items: int, block: int = BLOCK) -> dict[tuple[str, int, str], list[
     """The same sweep on vLLM: (method, round, phase) -> [prompt tokens, cached tokens]."""
     from rich.console import Console
 
-    from sweep.results import ResultStore
-    from sweep.runner import run_sweep
+    from sweep.run.runner import run_sweep
+    from sweep.store.results import ResultStore
 
     with tempfile.TemporaryDirectory() as out:
         cfg = sweep_config("vllm", out, items, block)

@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import sweep.cli  # noqa: E402
-from sweep.ownership import DirLock  # noqa: E402
+import sweep.run.cli  # noqa: E402
+from sweep.store.ownership import DirLock  # noqa: E402
 from tests.fuzz_cases import all_cases  # noqa: E402
 from tests.test_config_fuzz import accept, materialise  # noqa: E402
 
@@ -51,7 +52,7 @@ def busy(runs: int) -> list[float]:
 
 
 def fuzz(cli: int) -> tuple[float, float, str, list[float]]:
-    sweep.cli.preflight = accept  # type: ignore[assignment]
+    sweep.run.cli.preflight = accept  # type: ignore[assignment]
     cases = all_cases()
     slowest, total, name = 0.0, 0.0, ""
     with tempfile.TemporaryDirectory(prefix="fuzz-") as tmp:

@@ -39,7 +39,7 @@ from data.benchmarks.registry import load_benchmark  # noqa: E402
 from data.grading.graders import grader_for  # noqa: E402
 from debate.episode import Agent, run_episode  # noqa: E402
 from debate.methods import Method, build_method  # noqa: E402
-from sweep.pool import build_agents  # noqa: E402
+from sweep.engines.pool import build_agents  # noqa: E402
 from sweep.train.config import load_train  # noqa: E402
 from sweep.train.ppo import train  # noqa: E402
 

@@ -78,9 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.path.insert(0, a.root)
     from rich.console import Console
 
-    from sweep.config import load_config
-    from sweep.plan import build_plan
-    from sweep.runner import run_sweep
+    from sweep.config.sweep import load_config
+    from sweep.run.plan import build_plan
+    from sweep.run.runner import run_sweep
 
     cfg = load_config("examples/simulated.yaml", [f"datasets.0.limit={a.items}", "tracking.enabled=false"])
     out = Path(tempfile.mkdtemp(prefix="bench-threads-"))

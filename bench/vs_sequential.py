@@ -29,10 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from actors.base import ChatRequest, Completion  # noqa: E402
 from actors.registry import build_backend  # noqa: E402
-from sweep.config import SweepConfig, load_config  # noqa: E402
-from sweep.plan import build_plan  # noqa: E402
-from sweep.pool import build_agents  # noqa: E402
-from sweep.scheduler import run_one  # noqa: E402
+from sweep.config.sweep import SweepConfig, load_config  # noqa: E402
+from sweep.engines.pool import build_agents  # noqa: E402
+from sweep.run.plan import build_plan  # noqa: E402
+from sweep.run.scheduler import run_one  # noqa: E402
 
 CONFIGS = {"simulated": "examples/simulated.yaml", "cpu": "examples/cpu_gsm8k.yaml"}
 
@@ -74,8 +74,8 @@ def sweep(cfg: SweepConfig) -> tuple[float, dict[str, str | None], int]:
     """`run_sweep` as the CLI runs it. Wall seconds, final answers, cache hits."""
     from rich.console import Console
 
-    from sweep.results import ResultStore
-    from sweep.runner import run_sweep
+    from sweep.run.runner import run_sweep
+    from sweep.store.results import ResultStore
 
     t0 = time.perf_counter()
     outcome = run_sweep(cfg, console=Console(file=open(os.devnull, "w")))  # noqa: SIM115

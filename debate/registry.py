@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from common.names import unknown_name
+from common.registry import Registry
 from debate.hooks import hook
 from debate.spec import Spec, closest
 
@@ -65,7 +65,9 @@ def _default(f: dataclasses.Field[Any]) -> Any:
     raise TypeError(f"method argument '{f.name}' needs a default")
 
 
-METHODS: dict[str, MethodDef] = {}
+# The builtin methods register when debate.methods imports the routers and baselines: a lookup of
+# `METHODS` from anywhere (report, study) sees every method without importing them itself.
+METHODS: Registry[MethodDef] = Registry("method", builtins=("debate.methods",))
 
 
 def method(
@@ -87,8 +89,7 @@ def method(
 
 
 def method_def(name: str) -> MethodDef:
-    if name not in METHODS:
-        raise ValueError(unknown_name("method", name, sorted(METHODS)))
+    """The definition of method `name` (`UnknownName`, a ValueError, with a did-you-mean)."""
     return METHODS[name]
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from common.names import closest as closest  # re-exported: the project's one did-you-mean
-from common.names import unknown_name
+from common.registry import Registry
 
 T = TypeVar("T")
 
@@ -111,32 +111,27 @@ class Spec:
         return f"{self.name}({inner})" if inner else self.name
 
 
-class Registry(Generic[T]):
-    """Factories registered by name. `build(name, args)` checks the argument names against the
-    factory's signature (did-you-mean on typos) and returns the product with its resolved `Spec`."""
+class Factories(Generic[T]):
+    """Factories registered by name in a `common.registry.Registry`. `build(name, args)` checks the
+    argument names against the factory's signature (did-you-mean on typos) and returns the product
+    with its resolved `Spec`."""
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
-        self._factories: dict[str, Callable[..., T]] = {}
+        self._factories: Registry[Callable[..., T]] = Registry(kind)
 
     def register(self, name: str) -> Callable[[Callable[..., T]], Callable[..., T]]:
-        def deco(factory: Callable[..., T]) -> Callable[..., T]:
-            self._factories[name] = factory
-            return factory
-
-        return deco
+        return self._factories.register(name)
 
     def names(self) -> list[str]:
-        return sorted(self._factories)
+        return self._factories.names()
 
     def __contains__(self, name: object) -> bool:
         return name in self._factories
 
     def resolve(self, name: str, args: Mapping[str, Any] | None = None) -> Spec:
         """The spec with every default filled in; raises ValueError naming the bad name or argument."""
-        if name not in self._factories:
-            raise ValueError(unknown_name(self.kind, name, self.names()))
-        params = inspect.signature(self._factories[name]).parameters
+        params = inspect.signature(self._factories[name]).parameters  # UnknownName: a ValueError
         given = dict(args or {})
         for key in given:
             if key not in params:

@@ -117,7 +117,7 @@ def _start_head() -> tuple[str, int, int, subprocess.CompletedProcess[str]]:
 @pytest.fixture(scope="session")
 def ray_head() -> Iterator[RayHead]:
     """A private Ray head for the session, stopped by PID at the end. Started up to 3 times, as
-    `sweep.ray_runtime.init_ray` starts one: on a loaded machine the node can miss Ray's own fixed
+    `sweep.engines.ray_runtime.init_ray` starts one: on a loaded machine the node can miss Ray's own fixed
     30 s start-up window (seen once in a CI run with two extra busy processes on the 2 cores)."""
     failures = []
     for _ in range(3):
@@ -145,7 +145,7 @@ def ray_head() -> Iterator[RayHead]:
 @pytest.fixture(scope="session")
 def ray_driver(ray_head: RayHead) -> RayHead:
     """This test process attached to the session's Ray head as a driver."""
-    from sweep.ray_runtime import init_ray
+    from sweep.engines.ray_runtime import init_ray
 
     init_ray(ray_head.address)
     return ray_head

@@ -26,7 +26,7 @@ EXAMPLES: list[tuple[str, list[str]]] = [
 
 
 def _config(name: str) -> Any:
-    from sweep.config import load_config
+    from sweep.config.sweep import load_config
     from sweep.study.config import load_study
 
     path = ROOT / "examples" / name
@@ -38,7 +38,7 @@ def _config(name: str) -> Any:
         raw = load_config(str(path)).model_dump(mode="json")
     for ds in raw["datasets"]:
         ds["limit"] = min(ds.get("limit") or ITEMS, ITEMS)
-    from sweep.config import validate
+    from sweep.config.sweep import validate
 
     return validate(raw)
 
@@ -47,8 +47,8 @@ async def _episodes(cfg: Any) -> list[dict[str, Any]]:
     from actors.registry import build_backend
     from data.grading.graders import grader_for
     from debate.episode import run_episode
-    from sweep.plan import build_plan
-    from sweep.pool import build_agents
+    from sweep.engines.pool import build_agents
+    from sweep.run.plan import build_plan
 
     plan = build_plan(cfg)
     used = sorted({m for t in plan.tasks for m in t.group.seats})

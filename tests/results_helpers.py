@@ -12,13 +12,13 @@ import pyarrow.parquet as pq
 import yaml
 
 from actors.registry import build_backend
-from sweep.config import SweepConfig, load_config
-from sweep.plan import build_plan
-from sweep.pool import build_agents
-from sweep.records import Recorder
-from sweep.results import BufferedWriter, ResultStore
-from sweep.runner import write_resolved_config
-from sweep.scheduler import run_tasks
+from sweep.config.sweep import SweepConfig, load_config
+from sweep.engines.pool import build_agents
+from sweep.run.plan import build_plan
+from sweep.run.runner import write_resolved_config
+from sweep.run.scheduler import run_tasks
+from sweep.store.records import Recorder
+from sweep.store.results import BufferedWriter, ResultStore
 from tests.conftest import ROOT
 
 

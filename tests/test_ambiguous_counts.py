@@ -15,9 +15,9 @@ from data.grading.graders import grader_for
 from data.grading.outcome import AMBIGUOUS, NO_ANSWER
 from data.types import Sample
 from debate.state import Turn
-from sweep.metrics import group_metrics
-from sweep.records import ambiguous_replies
-from sweep.results import EPISODE_SCHEMA, ResultStore
+from sweep.store.records import ambiguous_replies
+from sweep.store.results import EPISODE_SCHEMA, ResultStore
+from sweep.tracking.metrics import group_metrics
 from tests.test_results import episode, rounds_for
 
 CHOICE = Sample(id="q1", question="?", gold="B", kind="choice", choices=("w", "x", "y", "z"))

@@ -16,7 +16,7 @@ import pytest
 from scipy import stats as sps
 
 from sweep.report.build import build_report
-from sweep.results import ResultStore
+from sweep.store.results import ResultStore
 from sweep.view.data import Query, ViewData
 from sweep.view.export import export_html
 from sweep.view.server import serve_in_thread

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from actors.base import ChatRequest, Completion, Message
-from sweep.cache import CacheBusy, CachedBackend, CallCache
-from sweep.cache_keys import request_key
+from sweep.store.cache import CacheBusy, CachedBackend, CallCache
+from sweep.store.cache_keys import request_key
 
 
 class Counting:
@@ -179,7 +179,7 @@ def test_rows_another_driver_commits_are_found_once_synced(
     other.put_many([("new", Completion("n", 1, 1))])
     other.flush()
     assert mine.get_many(["new"]) == {}  # synced under SYNC_S ago: not seen yet (asked again at worst)
-    monkeypatch.setattr("sweep.cache.SYNC_S", 0.0)
+    monkeypatch.setattr("sweep.store.cache.SYNC_S", 0.0)
     assert mine.get_many(["new"])["new"].text == "n"
     mine.close()
     other.close()
@@ -188,7 +188,7 @@ def test_rows_another_driver_commits_are_found_once_synced(
 def test_a_lock_held_too_long_names_the_file_who_may_hold_it_and_the_fix(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("sweep.cache.LOCK_TIMEOUT_S", 0.2)
+    monkeypatch.setattr("sweep.store.cache.LOCK_TIMEOUT_S", 0.2)
     path = tmp_path / "llm_cache.sqlite"
     blocker = sqlite3.connect(path, isolation_level=None)
     blocker.execute("BEGIN EXCLUSIVE")  # a rollback-journal file locked whole: the cache cannot even open
@@ -216,7 +216,7 @@ def test_sweep_run_stops_in_one_line_when_the_cache_stays_locked(
 
     from sweep.cli import main
 
-    monkeypatch.setattr("sweep.cache.LOCK_TIMEOUT_S", 0.2)
+    monkeypatch.setattr("sweep.store.cache.LOCK_TIMEOUT_S", 0.2)
     out = tmp_path / "out"
     out.mkdir()
     cfg = {"output_dir": str(out), "models": {"sim": {"engine": "simulated"}}, "agents": [{"model": "sim", "count": 2}],

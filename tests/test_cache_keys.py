@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from actors.base import ChatRequest, Completion, Message
 from debate.spec import canonical_json, hash_text, part_json
-from sweep.cache import CachedBackend, CallCache
-from sweep.cache_keys import request_key
-from sweep.config import ModelSpec, model_identity
+from sweep.config.sweep import ModelSpec, model_identity
+from sweep.store.cache import CachedBackend, CallCache
+from sweep.store.cache_keys import request_key
 
 BASE = ChatRequest(
     messages=(Message("system", "be brief"), Message("user", "What is 6 * 7?")),

@@ -13,8 +13,8 @@ from actors.registry import engine_names
 from data.benchmarks.registry import CATALOG
 from debate.methods import METHODS
 from sweep.cli import main
-from sweep.config import load_config
-from sweep.plan import build_plan
+from sweep.config.sweep import load_config
+from sweep.run.plan import build_plan
 from tests.conftest import ROOT, RayHead, sweep_cmd
 
 SIMULATED = str(ROOT / "examples" / "simulated.yaml")
@@ -52,7 +52,7 @@ def test_list_shows_defaults_from_the_code(capsys: pytest.CaptureFixture[str]) -
 
 def test_limit_caps_every_dataset_and_keeps_a_smaller_limit(tmp_path: Path) -> None:
     cfg = load_config(SIMULATED, ["datasets.0.limit=40"], str(tmp_path / "out"))
-    from sweep.cli import with_limit
+    from sweep.run.cli import with_limit
 
     assert [d.limit for d in with_limit(cfg, 3).datasets] == [3]
     assert [d.limit for d in with_limit(cfg, 100).datasets] == [40]
@@ -93,7 +93,7 @@ def test_dry_run_counts_what_is_stored_and_writes_nothing(tmp_path: Path, ray_he
 def test_ray_token_notice_is_dropped_and_other_ray_warnings_kept(caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from sweep.ray_runtime import _quiet_token_notice
+    from sweep.engines.ray_runtime import _quiet_token_notice
 
     _quiet_token_notice()
     log = logging.getLogger("ray._private.authentication.authentication_token_setup")

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from sweep import cluster_cmd
-from sweep.cluster_cmd import read_state
-from sweep.cluster_head import processes, stop
-from sweep.results import ResultStore
-from sweep.targets import own_beside
+from sweep.cluster import cli as cluster_cmd
+from sweep.cluster.cli import read_state
+from sweep.cluster.head import processes, stop
+from sweep.store.results import ResultStore
+from sweep.store.targets import own_beside
 from tests.conftest import ROOT
 
 OPEN, CLOSE = "<!-- one-machine-job -->", "<!-- /one-machine-job -->"

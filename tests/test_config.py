@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from sweep.cli import main
-from sweep.config import ConfigError, load_config
-from sweep.plan import build_plan
+from sweep.config.sweep import ConfigError, load_config
+from sweep.run.plan import build_plan
 from tests.conftest import ROOT, sweep_cmd
 
 GOOD = {

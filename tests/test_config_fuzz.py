@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 import sweep.cli
+import sweep.run.cli
 import sweep.study.cli
 from tests.conftest import ROOT, sweep_cmd
 from tests.fuzz_cases import Case, all_cases
@@ -114,7 +115,7 @@ def test_the_corpus_is_large_and_named_uniquely() -> None:
 def test_every_bad_config_exits_2_in_one_line_and_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sweep.cli, "preflight", accept)
+    monkeypatch.setattr(sweep.run.cli, "preflight", accept)
     monkeypatch.setattr(sweep.study.cli, "check_ray_address", accept)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     failures = []

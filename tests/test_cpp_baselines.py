@@ -20,8 +20,8 @@ from debate.adversary import adversarial_messages
 from debate.baselines import matched_m, sample_costs, strongest
 from debate.episode import Agent, run_episode
 from debate.methods import build_method
-from sweep.config import ConfigError, validate
-from sweep.plan import build_plan
+from sweep.config.sweep import ConfigError, validate
+from sweep.run.plan import build_plan
 
 KEYS = [("a", False), ("b", False), ("c", False), ("b", False)]
 

@@ -1,4 +1,4 @@
-"""What debate did (`sweep.debate_effect`), the lines `sweep run` ends with: the vote per round and
+"""What debate did (`sweep.run.debate_effect`), the lines `sweep run` ends with: the vote per round and
 the agents' answers debate changed (W2R/R2W) between round 0 and the end, checked against a plain
 recomputation from the stored Parquet rows of a simulated sweep; an agent's unparsed or critique
 replies do not replace its answer; methods without rounds get no lines; and the `sweep view` line
@@ -15,10 +15,10 @@ import yaml
 
 from data import grade
 from sweep.cli import main
-from sweep.config import load_config
-from sweep.debate_effect import agent_answers, debate_effects, effect_lines
-from sweep.plan import build_plan
-from sweep.results import ResultStore
+from sweep.config.sweep import load_config
+from sweep.run.debate_effect import agent_answers, debate_effects, effect_lines
+from sweep.run.plan import build_plan
+from sweep.store.results import ResultStore
 
 CLIQUE = "fixed(topology=clique)"
 
@@ -44,7 +44,7 @@ def _config(tmp_path: Path, methods: list[Any], **extra: Any) -> Path:
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Path]:
     """A simulated cot + clique sweep (3 agents, 2 rounds, 12 items), run in-process."""
-    from sweep.runner import run_sweep
+    from sweep.run.runner import run_sweep
 
     tmp = tmp_path_factory.mktemp("effect")
     cfg = load_config(_config(tmp, ["cot", {"name": "fixed", "args": {"topology": "clique"}}]))
@@ -153,7 +153,7 @@ def test_unparsed_and_critique_replies_keep_the_agents_last_answer() -> None:
 
 
 def test_no_lines_without_a_debate_method(tmp_path: Path) -> None:
-    from sweep.runner import run_sweep
+    from sweep.run.runner import run_sweep
 
     cfg = load_config(_config(tmp_path, ["cot", {"name": "cot_sc", "args": {"m": 3}}]))
     run_sweep(cfg)

@@ -111,8 +111,8 @@ def test_the_loop_honours_the_active_set_the_caps_and_the_weights() -> None:
 
 @pytest.mark.ray
 def test_a_subset_router_runs_through_sweep_run(tmp_path: Path, ray_driver: Any) -> None:
-    from sweep.config import validate
-    from sweep.runner import run_sweep
+    from sweep.config.sweep import validate
+    from sweep.run.runner import run_sweep
 
     cfg = validate({
         "name": "probe", "output_dir": str(tmp_path / "out"),

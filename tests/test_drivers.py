@@ -17,8 +17,8 @@ import pytest
 from rich.console import Console
 
 from sweep.cli import main
-from sweep.config import load_config
-from sweep.drivers import LocalWorkers
+from sweep.config.sweep import load_config
+from sweep.run.drivers import LocalWorkers
 from tests.conftest import sweep_cmd
 from tests.test_in_process import config_file, tables
 
@@ -53,7 +53,7 @@ def processes_mentioning(marker: str) -> list[int]:
 
 @pytest.mark.slow
 def test_two_drivers_store_what_one_driver_stores(tmp_path: Path) -> None:
-    from sweep.runner import run_sweep
+    from sweep.run.runner import run_sweep
 
     # 0.1 s per engine batch: the owner's episodes last long enough for the worker to start and join.
     path = write_config(tmp_path, "two", latency_s=0.1, limit=10)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sweep.results import ResultStore
+from sweep.store.results import ResultStore
 from tests.conftest import ROOT, RayHead, sweep_cmd
 from tests.http_helpers import send_json, serving
 

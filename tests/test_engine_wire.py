@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from actors.base import ChatRequest, Completion, Message
-from sweep import engines
+from sweep.engines import actors as engines
 
 
 def req(text: str, item: str = "i1", seed: int = 1) -> ChatRequest:

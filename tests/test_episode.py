@@ -307,7 +307,7 @@ def test_simulated_pear_fills_critique_acceptance() -> None:
 
 def test_reasoning_is_bounded_by_the_token_budget_in_every_reply_shape() -> None:
     from debate.critique import answer_property, structured_schema
-    from sweep.pool import reply_schema
+    from sweep.engines.pool import reply_schema
 
     assert reply_schema(256)["properties"]["reasoning"]["maxLength"] == 192  # 64 tokens left for the rest
     assert reply_schema(4096)["properties"]["reasoning"]["maxLength"] == 1000  # never above the default

@@ -1,4 +1,4 @@
-"""One wording for every config file's validation errors (`sweep.errors.validation_line`): the
+"""One wording for every config file's validation errors (`sweep.config.errors.validation_line`): the
 field's path, an unknown key's did-you-mean from the keys known where it stands, a missing key's
 pointer to the docs, a type error's fix."""
 
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sweep.config import ModelSpec, one_line
-from sweep.errors import field_path, validation_line
+from sweep.config.errors import field_path, validation_line
+from sweep.config.sweep import ModelSpec, one_line
 from sweep.study.config import StudyConfig
 from sweep.study.config import _one_line as study_line
 from sweep.train.config import TrainConfig

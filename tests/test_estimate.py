@@ -11,9 +11,9 @@ import yaml
 from actors.base import ChatRequest, Completion, Message
 from actors.batch_curve import BatchCurve, BatchingEngine
 from sweep.cli import main
-from sweep.config import load_config
-from sweep.estimate import estimate
-from sweep.plan import build_plan
+from sweep.config.sweep import load_config
+from sweep.run.estimate import estimate
+from sweep.run.plan import build_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 # 1 ms per step whatever the batch: a step count is a time.

@@ -12,10 +12,10 @@ import yaml
 
 from actors.batch_curve import BatchCurve
 from sweep.cli import main
-from sweep.config import load_config
-from sweep.estimate import estimate, hh_mm
-from sweep.plan import build_plan
+from sweep.config.sweep import load_config
 from sweep.profiles import CPU_PROFILES, CpuCurve, load_profile
+from sweep.run.estimate import estimate, hh_mm
+from sweep.run.plan import build_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = ROOT / "examples" / "quickstart.yaml"

@@ -16,7 +16,7 @@ from actors.frozen import quick_init
 
 MODULES = (
     "actors.base", "debate.state", "debate.parsing", "debate.lenient_json", "debate.diagnostics",
-    "debate.phases", "debate.trajectory", "debate.decision", "sweep.repair",
+    "debate.phases", "debate.trajectory", "debate.decision", "sweep.store.repair",
 )  # fmt: skip
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sweep.group_rows import kept, split_by_group
-from sweep.results import ResultStore
+from sweep.store.group_rows import kept, split_by_group
+from sweep.store.results import ResultStore
 from tests.test_results import episode, turns_for
 
 

@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from actors import registry
-from sweep.config import load_config
-from sweep.plan import build_plan
-from sweep.pool import EngineStartError
-from sweep.results import ResultStore
+from sweep.config.sweep import load_config
+from sweep.engines.pool import EngineStartError
+from sweep.run.plan import build_plan
+from sweep.store.results import ResultStore
 from tests.conftest import RayHead
 
 TIMING = ("latency_s", "finished_at")  # the only columns allowed to differ between two runs
@@ -61,7 +61,7 @@ def tables(out: Path) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
 
 @pytest.mark.ray
 def test_in_process_and_ray_actors_store_identical_results(tmp_path: Path, ray_driver: RayHead) -> None:
-    from sweep.runner import run_sweep
+    from sweep.run.runner import run_sweep
 
     local = run_sweep(config(tmp_path, "local"))
     remote = run_sweep(config(tmp_path, "remote", ray={"in_process": False}))
@@ -86,7 +86,7 @@ def starts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_engines_start_only_for_calls_the_cache_cannot_answer(tmp_path: Path, starts: list[str]) -> None:
-    from sweep.runner import run_sweep
+    from sweep.run.runner import run_sweep
 
     cfg = config(tmp_path, "out")
     first = run_sweep(cfg)
@@ -108,7 +108,7 @@ def test_engines_start_only_for_calls_the_cache_cannot_answer(tmp_path: Path, st
 def test_an_engine_that_cannot_start_stops_the_run_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sweep.runner import run_sweep
+    from sweep.run.runner import run_sweep
 
     tries: list[str] = []
 
@@ -124,8 +124,8 @@ def test_an_engine_that_cannot_start_stops_the_run_once(
 
 
 def test_the_scheduler_keeps_at_most_concurrency_episodes_in_flight(tmp_path: Path) -> None:
-    from sweep.pool import EnginePool
-    from sweep.scheduler import run_tasks
+    from sweep.engines.pool import EnginePool
+    from sweep.run.scheduler import run_tasks
 
     cfg = config(
         tmp_path, "out", models={"sim": {"engine": "simulated", "args": {"latency_s": 0.001}}}, agents=["sim"]
@@ -149,8 +149,8 @@ def test_the_scheduler_keeps_at_most_concurrency_episodes_in_flight(tmp_path: Pa
 
 
 def test_the_scheduler_skips_what_another_driver_claimed(tmp_path: Path) -> None:
-    from sweep.pool import EnginePool
-    from sweep.scheduler import run_tasks
+    from sweep.engines.pool import EnginePool
+    from sweep.run.scheduler import run_tasks
 
     cfg = config(tmp_path, "out", models={"sim": {"engine": "simulated"}}, agents=["sim"])
     tasks = list(build_plan(cfg).tasks)
@@ -175,8 +175,8 @@ def test_a_joined_worker_runs_only_what_no_live_driver_holds(tmp_path: Path) -> 
     import subprocess
     import sys
 
-    from sweep.ownership import DirLock, start_ticks
-    from sweep.runner import run_sweep
+    from sweep.run.runner import run_sweep
+    from sweep.store.ownership import DirLock, start_ticks
 
     cfg = config(tmp_path, "out")
     ids = [t.episode_id for t in build_plan(cfg).tasks]

@@ -17,8 +17,8 @@ import pytest
 
 from actors.base import Completion
 from sweep import interrupt
-from sweep.cache import CallCache
-from sweep.part_writer import PartWriter
+from sweep.store.cache import CallCache
+from sweep.store.part_writer import PartWriter
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from actors.registry import build_backend
 from data.benchmarks.registry import load_benchmark
 from debate import prompts
 from debate.critique import answer_property, structured_schema
-from sweep.config import load_config
-from sweep.pool import build_agents
-from sweep.runner import run_sweep
+from sweep.config.sweep import load_config
+from sweep.engines.pool import build_agents
+from sweep.run.runner import run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.cpu_model, pytest.mark.ray, pytest.mark.slow]

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sweep import mlflow_ui
+from sweep.tracking import ui as mlflow_ui
 from tests.conftest import ROOT
 
 
@@ -103,8 +103,8 @@ def post(url: str, body: dict[str, Any]) -> Any:
 
 @pytest.mark.slow
 def test_sweep_mlflow_serves_the_sweep_and_stops_its_server(tmp_path: Path) -> None:
-    from sweep.config import load_config
-    from sweep.runner import run_sweep
+    from sweep.config.sweep import load_config
+    from sweep.run.runner import run_sweep
 
     raw = {
         "name": "tiny",
@@ -123,7 +123,7 @@ def test_sweep_mlflow_serves_the_sweep_and_stops_its_server(tmp_path: Path) -> N
     cwd = tmp_path / "cwd"
     cwd.mkdir()  # the server must write nothing here
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sweep.mlflow_ui", str(tmp_path / "out"), "--port", "0"],
+        [sys.executable, "-m", "sweep.tracking.ui", str(tmp_path / "out"), "--port", "0"],
         cwd=cwd,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE,

@@ -8,7 +8,7 @@ import inspect
 import pytest
 
 from sweep.study.tracking import NullStudyTracker, StudyTracker
-from sweep.tracking import NullTracker, Tracker
+from sweep.tracking.tracker import NullTracker, Tracker
 from sweep.train.tracking import NullTrainTracker, TrainTracker
 
 

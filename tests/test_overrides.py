@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from sweep.cli import main
-from sweep.config import ConfigError, load_config
-from sweep.overrides import apply_override
+from sweep.config.overrides import apply_override
+from sweep.config.sweep import ConfigError, load_config
 from tests.conftest import ROOT
 
 RAW: dict[str, Any] = {

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from sweep.ownership import (
+from sweep.store.ownership import (
     HEARTBEAT_S,
     LOCK_FILE,
     STALE_REMOTE_S,
@@ -61,7 +61,7 @@ def test_a_joiner_becomes_a_worker_only_with_the_same_config(tmp_path: Path) -> 
 
 def test_the_lock_of_a_killed_driver_is_free(tmp_path: Path) -> None:
     code = (
-        "import sys, time; from pathlib import Path; from sweep.ownership import DirLock; "
+        "import sys, time; from pathlib import Path; from sweep.store.ownership import DirLock; "
         "DirLock.for_output(Path(sys.argv[1]), 's').acquire(); print('held', flush=True); time.sleep(600)"
     )
     proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True)
@@ -158,7 +158,7 @@ def test_claims_are_links_to_one_record_renewed_when_full_gone_or_old(
 
 
 def _ticks(pid: int) -> int | None:
-    from sweep.ownership import start_ticks
+    from sweep.store.ownership import start_ticks
 
     return start_ticks(pid)
 
@@ -216,12 +216,12 @@ def test_a_study_locks_its_output_dir_and_a_storage_file_kept_elsewhere(tmp_path
 def test_without_flock_the_owners_record_decides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import errno
 
-    import sweep.ownership
+    import sweep.store.ownership
 
     def no_flock(fd: int, op: int) -> None:
         raise OSError(errno.ENOLCK, "No locks available")  # as on some NFS mounts
 
-    monkeypatch.setattr(sweep.ownership.fcntl, "flock", no_flock)
+    monkeypatch.setattr(sweep.store.ownership.fcntl, "flock", no_flock)
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     try:
         live = {"host": socket.gethostname(), "pid": sleeper.pid, "started": _ticks(sleeper.pid)}

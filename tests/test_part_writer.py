@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from sweep.repair import DiskFull
-from sweep.results import BufferedWriter, ResultStore
+from sweep.store.repair import DiskFull
+from sweep.store.results import BufferedWriter, ResultStore
 from tests.test_results import episode, turns_for
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sweep.errors import ConfigError
-from sweep.paths import file_url, input_path, output_dir
+from sweep.config.errors import ConfigError
+from sweep.config.paths import file_url, input_path, output_dir
 
 SIMULATED = str(Path(__file__).resolve().parents[1] / "examples" / "simulated.yaml")
 

@@ -1,4 +1,4 @@
-"""One engine pool: `sweep run` and `sweep study` start engines through `sweep.pool.EnginePool`, and no
+"""One engine pool: `sweep run` and `sweep study` start engines through `sweep.engines.pool.EnginePool`, and no
 other package module starts engine actors itself."""
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ def test_only_the_pool_starts_engines() -> None:
     starters = {
         str(p.relative_to(ROOT)) for p in (ROOT / "sweep").rglob("*.py") if calls_to(p, "start_engines")
     }
-    assert starters == {"sweep/pool.py"}
+    assert starters == {"sweep/engines/pool.py"}
 
 
 def test_run_and_study_both_enter_the_pool() -> None:
-    for module in ("sweep/runner.py", "sweep/study/cli.py"):
+    for module in ("sweep/run/runner.py", "sweep/study/cli.py"):
         assert calls_to(ROOT / module, "EnginePool") == 1, module

@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from actors.populations import load
-from sweep.config import ConfigError, validate
-from sweep.plan import build_plan
-from sweep.results import ResultStore
+from sweep.config.sweep import ConfigError, validate
+from sweep.run.plan import build_plan
+from sweep.store.results import ResultStore
 from tests.v1_fixture import config as v1_config
 from tests.v1_fixture import read_corpus
 
@@ -113,7 +113,7 @@ def test_child_runs_name_each_models_population_and_digest(
 ) -> None:
     from mlflow import MlflowClient
 
-    from sweep.tracking import TAG_GROUP, Tracker
+    from sweep.tracking.tracker import TAG_GROUP, Tracker
     from tests.results_helpers import run_in_process
 
     monkeypatch.chdir(tmp_path)

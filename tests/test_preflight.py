@@ -15,9 +15,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from sweep.paths import ray_endpoint
-from sweep.preflight import Unreachable, check_ray_address, check_tracking
-from sweep.reaper import descendants
+from sweep.config.paths import ray_endpoint
+from sweep.engines.reaper import descendants
+from sweep.run.preflight import Unreachable, check_ray_address, check_tracking
 from tests.conftest import ROOT
 
 
@@ -99,7 +99,7 @@ def test_ray_endpoints() -> None:
 
 DRIVER = """
 import subprocess, sys, time
-from sweep.reaper import watch_descendants
+from sweep.engines.reaper import watch_descendants
 # Grandchildren in their own sessions ignore SIGTERM to the group and outlive their parent, as
 # Ray's agents do; one traps SIGTERM, so only the SIGKILL after the grace period ends it.
 kids = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True),

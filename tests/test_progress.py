@@ -15,10 +15,10 @@ import pytest
 from rich.console import Console
 
 from actors.base import ChatRequest, Completion, Message
-from sweep import ray_runtime
-from sweep.pool import MeteredBackend
-from sweep.progress import CallRate, ProgressLines, duration, per_second, shown
-from sweep.scheduler import CallMeter, RunStats
+from sweep.engines import ray_runtime
+from sweep.engines.pool import MeteredBackend
+from sweep.run.progress import CallRate, ProgressLines, duration, per_second, shown
+from sweep.run.scheduler import CallMeter, RunStats
 
 
 class Clock:
@@ -193,10 +193,10 @@ def test_calls_count_in_flight_while_awaited_then_answered() -> None:
 def test_the_scheduler_lowers_the_call_bound_as_episodes_end(tmp_path: Path) -> None:
     import yaml
 
-    from sweep.config import load_config
-    from sweep.plan import build_plan
-    from sweep.pool import EnginePool
-    from sweep.scheduler import run_tasks
+    from sweep.config.sweep import load_config
+    from sweep.engines.pool import EnginePool
+    from sweep.run.plan import build_plan
+    from sweep.run.scheduler import run_tasks
 
     path = tmp_path / "bound.yaml"
     path.write_text(

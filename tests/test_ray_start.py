@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sweep import ray_runtime
+from sweep.engines import ray_runtime
 from tests.conftest import ROOT, sweep_cmd
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 from mlflow import MlflowClient
 
-from sweep.receipt import NAME
+from sweep.tracking.receipt import NAME
 from tests.conftest import ROOT
 
 PROBE = "import sys; from sweep.cli import main; code = main(sys.argv[1:]); print('MLFLOW', 'mlflow' in sys.modules, 'RAY', 'ray' in sys.modules); sys.exit(code)"

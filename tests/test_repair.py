@@ -12,10 +12,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-import sweep.results
-from sweep.cache import CallCache
-from sweep.repair import QUARANTINE, DiskFull, check_cache, is_disk_full
-from sweep.results import BufferedWriter, ResultStore
+import sweep.store.results
+from sweep.store.cache import CallCache
+from sweep.store.repair import QUARANTINE, DiskFull, check_cache, is_disk_full
+from sweep.store.results import BufferedWriter, ResultStore
 from tests.test_results import episode, rounds_for, turns_for
 
 
@@ -33,7 +33,7 @@ class FailingWrites:
     for an episodes part of more rows than `room` episodes (the room left)."""
 
     def __init__(self, bad_episode: str | None = None, room: int | None = None) -> None:
-        self.bad, self.room, self.real = bad_episode, room, sweep.results.write_atomic
+        self.bad, self.room, self.real = bad_episode, room, sweep.store.results.write_atomic
 
     def __call__(self, table: pa.Table, path: Path) -> None:
         if self.room is not None and path.parent.name == "episodes" and table.num_rows > self.room:
@@ -50,7 +50,7 @@ class FailingWrites:
 def test_a_failing_part_costs_only_the_episode_that_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sweep.results, "write_atomic", FailingWrites(bad_episode="e2"))
+    monkeypatch.setattr(sweep.store.results, "write_atomic", FailingWrites(bad_episode="e2"))
     store = ResultStore(tmp_path)
     writer = BufferedWriter(store, max_episodes=4)
     fill(writer, ["e0", "e1", "e2", "e3"])  # one part of four fails: retried one episode per part
@@ -63,7 +63,7 @@ def test_a_failing_part_costs_only_the_episode_that_fails(
 
 
 def test_a_full_disk_writes_what_fits_then_stops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sweep.results, "write_atomic", FailingWrites(room=2))
+    monkeypatch.setattr(sweep.store.results, "write_atomic", FailingWrites(room=2))
     store = ResultStore(tmp_path)
     writer = BufferedWriter(store, max_episodes=5)
     with pytest.raises(
@@ -78,12 +78,12 @@ def test_a_full_disk_writes_what_fits_then_stops(tmp_path: Path, monkeypatch: py
 def test_write_atomic_removes_its_temp_file_when_the_write_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import sweep.parts
+    import sweep.store.parts
 
     def full(*args: Any, **kwargs: Any) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(sweep.parts.pq, "write_table", full)
+    monkeypatch.setattr(sweep.store.parts.pq, "write_table", full)
     with pytest.raises(OSError) as e:
         ResultStore(tmp_path).append([episode("e1")], turns_for("e1"))
     assert is_disk_full(e.value) and leftovers(tmp_path) == []

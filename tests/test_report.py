@@ -18,8 +18,8 @@ from sweep.cli import main
 from sweep.report.build import build_report, build_tables
 from sweep.report.layout import paper_tables
 from sweep.report.load import committed_parts, load_results
-from sweep.results import ResultStore
-from sweep.targets import REPORT_MARK
+from sweep.store.results import ResultStore
+from sweep.store.targets import REPORT_MARK
 from tests.results_helpers import add_columns, drop_columns, run_in_process, sweep_config
 
 TEAM = {
@@ -291,7 +291,7 @@ def test_papers_layouts(sim_out: Path) -> None:
 def test_report_is_logged_to_the_sweeps_mlflow_parent_run(sim_out: Path, tmp_path: Path) -> None:
     from mlflow import MlflowClient
 
-    from sweep.runner import run_sweep
+    from sweep.run.runner import run_sweep
 
     out = tmp_path / "tracked"
     shutil.copytree(sim_out, out, ignore=shutil.ignore_patterns("report"))

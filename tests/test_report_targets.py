@@ -18,7 +18,7 @@ import pytest
 
 from sweep.cli import main
 from sweep.report.load import committed_parts
-from sweep.targets import REPORT_MARK, own_beside
+from sweep.store.targets import REPORT_MARK, own_beside
 from sweep.view.data import ViewData
 from tests.results_helpers import add_columns, run_in_process, sweep_config
 

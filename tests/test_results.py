@@ -17,8 +17,8 @@ import pytest
 from debate.diagnostics import diagnose
 from debate.graph import Graph
 from debate.state import DebateState, Turn, View
-from sweep.records import round_rows, turn_rows
-from sweep.results import EPISODE_SCHEMA, ROUND_SCHEMA, TURN_SCHEMA, BufferedWriter, ResultStore
+from sweep.store.records import round_rows, turn_rows
+from sweep.store.results import EPISODE_SCHEMA, ROUND_SCHEMA, TURN_SCHEMA, BufferedWriter, ResultStore
 
 
 def episode(
@@ -281,9 +281,9 @@ def test_a_real_pear_episode_stores_its_diagnostics(tmp_path: Path) -> None:
     from debate.diagnostics import diagnose_episode
     from debate.episode import Agent, run_episode
     from debate.methods import build_method
-    from sweep.config import DatasetSpec
-    from sweep.plan import EpisodeTask, Group
-    from sweep.records import episode_row
+    from sweep.config.sweep import DatasetSpec
+    from sweep.run.plan import EpisodeTask, Group
+    from sweep.store.records import episode_row
 
     method = build_method("pear", {"mc_permutations": 8})
     sample = Sample(id="q", question="What is 6 * 7?", gold="42", kind="numeric")

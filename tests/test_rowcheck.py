@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sweep.rowcheck import RowCheck, checker
-from sweep.schema import EPISODE_SCHEMA, ROUND_SCHEMA, TURN_SCHEMA
+from sweep.store.rowcheck import RowCheck, checker
+from sweep.store.schema import EPISODE_SCHEMA, ROUND_SCHEMA, TURN_SCHEMA
 
 TYPES = [
     pa.string(),

@@ -31,7 +31,7 @@ from debate.state import DebateState, View
 from debate.trajectory import EpisodeResult
 from debate.vote import majority_vote
 from sweep.cli import main
-from sweep.config import ConfigError, validate
+from sweep.config.sweep import ConfigError, validate
 
 GRADER = NumericGrader()
 SAMPLE = Sample(id="q7", question="What is 17 + 25?", gold="42", kind="numeric")
@@ -251,8 +251,8 @@ def test_oracle_is_refused_with_a_non_simulated_engine(
 
 
 def test_all_four_run_in_a_sweep_and_are_listed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from sweep.results import ResultStore
-    from sweep.runner import run_sweep
+    from sweep.run.runner import run_sweep
+    from sweep.store.results import ResultStore
 
     methods = ["silent", "least_confident", "confidence_keep", "oracle", "fixed"]
     done = run_sweep(validate(config(tmp_path, methods=methods)))
@@ -276,21 +276,23 @@ def test_engines_are_told_apart_by_their_traits(monkeypatch: pytest.MonkeyPatch,
     plays follow the engine's registered traits, not its name: a new engine declaring `reads_gold`
     runs the oracle, and the simulated engine without that trait may not."""
     from actors import registry
-    from sweep.config import ModelSpec, load_config, population_ref
-    from sweep.pool import in_process
+    from sweep.config.sweep import ModelSpec, load_config, population_ref
+    from sweep.engines.pool import in_process
 
-    registry.engine_names()  # the built-in engines are registered before the patch
-    monkeypatch.setitem(registry._ENGINES, "gold_toy", registry._ENGINES["simulated"])
-    monkeypatch.setitem(
-        registry._TRAITS, "gold_toy", registry.Traits(reads_gold=True, population_arg="population")
-    )
+    sim = registry.ENGINES["simulated"]  # the built-in engines are registered before the patch
+    toy = registry.Traits(reads_gold=True, population_arg="population")
+    monkeypatch.setitem(registry.ENGINES, "gold_toy", registry.Engine(sim.factory, None, toy))
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(config(tmp_path, "gold_toy")))
     cfg = load_config(path)  # the oracle is accepted beside an engine that reads the gold
     assert not in_process(cfg, "other") and in_process(cfg, "sim")
     assert population_ref(ModelSpec(engine="gold_toy", args={"population": "cpp"})) == "cpp"
     assert population_ref(ModelSpec(engine="llama_cpp", args={})) == "v1"
-    monkeypatch.setitem(registry._TRAITS, "simulated", registry.Traits(simulated=True))
+    monkeypatch.setitem(
+        registry.ENGINES,
+        "simulated",
+        registry.Engine(sim.factory, sim.check, registry.Traits(simulated=True)),
+    )
     with pytest.raises(
         ConfigError, match=r"oracle reads the gold answer and runs only on the gold_toy engine"
     ):

@@ -17,12 +17,12 @@ from rich.console import Console
 
 from debate.spec import canonical_json
 from sweep.cli import main
-from sweep.config import load_config
-from sweep.plan import build_plan
+from sweep.config.sweep import load_config
 from sweep.report.load import load_results, method_infos
 from sweep.report.summary import summary_table as report_summary
-from sweep.results import ResultStore
-from sweep.run_summary import plan_labels, summarize, summary_table
+from sweep.run.plan import build_plan
+from sweep.run.summary import plan_labels, summarize, summary_table
+from sweep.store.results import ResultStore
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ["cot", {"name": "cot_sc", "args": {"m": 3}}, {"name": "fixed", "args": {"topology": "ring"}}]
@@ -51,7 +51,7 @@ def _config(tmp_path: Path, **extra: Any) -> Path:
 
 @pytest.fixture(scope="module")
 def ran(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, list[dict[str, Any]], Path]:
-    from sweep.runner import run_sweep
+    from sweep.run.runner import run_sweep
 
     tmp = tmp_path_factory.mktemp("summary")
     cfg = load_config(_config(tmp))

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from actors.base import ChatRequest, Completion, Message
-from sweep.cache import CachedBackend, CallCache
-from sweep.config import model_identity, validate
-from sweep.pool import build_agents
-from sweep.results import BufferedWriter, ResultStore
-from sweep.sanitize import (
+from sweep.config.sweep import model_identity, validate
+from sweep.engines.pool import build_agents
+from sweep.store.cache import CachedBackend, CallCache
+from sweep.store.results import BufferedWriter, ResultStore
+from sweep.store.sanitize import (
     MAX_TEXT_CHARS,
     SanitizingBackend,
     clean_completion,

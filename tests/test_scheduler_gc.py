@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from actors.registry import build_backend
-from sweep.plan import build_plan
-from sweep.pool import build_agents
-from sweep.scheduler import EPISODE_GC_THRESHOLD, fewer_collections, run_tasks
+from sweep.engines.pool import build_agents
+from sweep.run.plan import build_plan
+from sweep.run.scheduler import EPISODE_GC_THRESHOLD, fewer_collections, run_tasks
 from tests.results_helpers import sweep_config
 
 

@@ -15,7 +15,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 
 from debate.methods import METHODS, resolve
 from search_spaces import SpaceError, load_space, parse_space, sample, space_names
-from sweep.config import ConfigError
+from sweep.config.sweep import ConfigError
 from sweep.study.cli import main
 from sweep.study.config import load_study
 from sweep.study.spaces import check_method

@@ -10,17 +10,17 @@ from types import SimpleNamespace
 
 import pytest
 
-import sweep.runner
-from sweep.ownership import Claims
-from sweep.repair import MIN_FREE_BYTES
-from sweep.runner import SpaceGate
+import sweep.run.runner
+from sweep.run.runner import SpaceGate
+from sweep.store.ownership import Claims
+from sweep.store.repair import MIN_FREE_BYTES
 
 
 def test_a_nearly_full_disk_stops_new_episodes_for_good(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     free = [10 * MIN_FREE_BYTES]
-    monkeypatch.setattr(sweep.runner, "free_bytes", lambda path: free[0])
+    monkeypatch.setattr(sweep.run.runner, "free_bytes", lambda path: free[0])
     gate = SpaceGate(tmp_path, Claims(tmp_path))
     assert all(gate(SimpleNamespace(episode_id=f"e{i}")) for i in range(5))
     free[0] = MIN_FREE_BYTES - 1

@@ -20,13 +20,13 @@ from mlflow import MlflowClient
 from optuna.trial import TrialState
 from rich.console import Console
 
-from sweep.config import load_config
-from sweep.plan import build_plan
-from sweep.results import ResultStore
+from sweep.config.sweep import load_config
+from sweep.run.plan import build_plan
+from sweep.store.results import ResultStore
 from sweep.study.cli import main
 from sweep.study.config import load_study
 from sweep.study.storage import open_storage
-from sweep.tracking import read_runs
+from sweep.tracking.tracker import read_runs
 from tests.conftest import ROOT, RayHead
 
 pytestmark = pytest.mark.ray
@@ -152,7 +152,7 @@ def test_best_keeps_the_baselines_and_undoes_the_tuning_narrowing(tmp_path: Path
 def test_wilcoxon_prunes_a_clearly_worse_trial_before_its_episodes_run(
     tmp_path: Path, ray_driver: RayHead
 ) -> None:
-    from sweep.pool import EnginePool
+    from sweep.engines.pool import EnginePool
     from sweep.study.runner import StudyRunner
 
     base = {

@@ -11,9 +11,9 @@ import yaml
 
 from search_spaces import sample
 from sweep.cli import main
+from sweep.store.targets import own_beside
 from sweep.study.best import HEADER
 from sweep.study.storage import StudyLock, open_study
-from sweep.targets import own_beside
 from tests.test_study_trials import setup_for, write_study
 
 

@@ -13,11 +13,11 @@ import pytest
 import yaml
 from optuna.trial import TrialState
 
-from sweep.config import ConfigError
+from sweep.config.sweep import ConfigError
 from sweep.study.config import load_study
 from sweep.study.storage import open_storage
 from sweep.study.training import TrainSpec, should_prune
-from sweep.tracking import read_runs
+from sweep.tracking.tracker import read_runs
 from tests.conftest import RayHead
 
 BASE: dict[str, Any] = {
@@ -215,7 +215,7 @@ def test_a_cpp_trial_trains_to_the_end_and_hands_back_its_policy(tmp_path: Path)
     from rich.console import Console
 
     from actors.registry import build_backend
-    from sweep.pool import build_agents
+    from sweep.engines.pool import build_agents
     from sweep.study.training import train_trial
 
     setup = load_study(write(tmp_path, CPP_SPACE, CPP_TRAIN, method={"name": "cpp"}))
@@ -240,9 +240,9 @@ def test_a_trials_training_dir_is_owned_while_it_trains(tmp_path: Path) -> None:
 
     from rich.console import Console
 
-    from sweep.ownership import OutputBusy
+    from sweep.store.ownership import OutputBusy
+    from sweep.store.targets import own_dir
     from sweep.study.training import train_trial, trial_training
-    from sweep.targets import own_dir
 
     setup = load_study(write(tmp_path, CPP_SPACE, CPP_TRAIN, method={"name": "cpp"}))
     assert setup.training is not None and setup.cfg.train is not None

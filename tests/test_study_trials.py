@@ -17,7 +17,7 @@ from optuna.trial import Trial, TrialState
 from rich.console import Console
 
 from search_spaces import sample
-from sweep.pool import EnginePool
+from sweep.engines.pool import EnginePool
 from sweep.study.config import StudySetup, load_study
 from sweep.study.runner import StudyRunner
 from sweep.study.seeding import ABANDONED, KILLS, RETRY_OF, SLOT
@@ -221,7 +221,7 @@ def test_a_study_refuses_an_output_dir_holding_a_sweep_or_one_it_cannot_write(
     below_a_file = tmp_path / "a-file" / "out"
     assert main(["study", str(path), "--out", str(below_a_file), "--no-tracking"]) == 2
     err = capsys.readouterr().err
-    # the wording is sweep.paths' (which path it names, the dir or the file below it, is its to say)
+    # the wording is sweep.config.paths' (which path it names, the dir or the file below it, is its to say)
     assert (
         err.startswith("error: output_dir: cannot ")
         and str(tmp_path / "a-file") in err
@@ -231,7 +231,7 @@ def test_a_study_refuses_an_output_dir_holding_a_sweep_or_one_it_cannot_write(
 
 @pytest.mark.parametrize("name", ["../../x", "a/b", "..", "tab\there"])
 def test_a_study_name_that_would_place_its_lock_file_elsewhere_is_refused(tmp_path: Path, name: str) -> None:
-    from sweep.errors import ConfigError
+    from sweep.config.errors import ConfigError
 
     path = write_study(tmp_path)
     with pytest.raises(ConfigError, match=r"^name: .*give a plain name"):

@@ -16,10 +16,10 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from sweep.config import load_config
-from sweep.plan import build_plan
-from sweep.results import ResultStore
-from sweep.tracking import read_runs
+from sweep.config.sweep import load_config
+from sweep.run.plan import build_plan
+from sweep.store.results import ResultStore
+from sweep.tracking.tracker import read_runs
 from tests.conftest import ROOT, RayHead, sweep_cmd
 
 pytestmark = pytest.mark.ray
@@ -94,7 +94,7 @@ def config(tmp_path: Path, limit: int = 6, latency: float = 0.0, **extra: object
 
 
 def test_whole_sweep_writes_the_results_contract_and_mlflow(tmp_path: Path, ray_driver: RayHead) -> None:
-    from sweep.runner import run_sweep
+    from sweep.run.runner import run_sweep
 
     cfg = load_config(config(tmp_path))
     plan = build_plan(cfg)
@@ -203,7 +203,7 @@ def test_sigkill_mid_sweep_then_rerun_loses_and_duplicates_nothing(tmp_path: Pat
 def test_an_identical_sweep_is_served_by_the_call_cache(tmp_path: Path, ray_driver: RayHead) -> None:
     import shutil
 
-    from sweep.runner import run_sweep
+    from sweep.run.runner import run_sweep
 
     cfg = load_config(config(tmp_path, limit=3), ["tracking.enabled=false"])
     first = run_sweep(cfg, build_plan(cfg))

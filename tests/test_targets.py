@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from sweep.errors import ConfigError
-from sweep.ownership import LOCK_FILE, OutputBusy
-from sweep.targets import (
+from sweep.config.errors import ConfigError
+from sweep.store.ownership import LOCK_FILE, OutputBusy
+from sweep.store.targets import (
     REPORT_MARK,
     Unwritable,
     _umask,
@@ -166,8 +166,8 @@ def test_replace_file_is_whole_or_nothing(tmp_path: Path, monkeypatch: pytest.Mo
 def test_drivers_writing_the_resolved_config_at_once_never_collide(tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from sweep.config import load_config
-    from sweep.runner import write_resolved_config
+    from sweep.config.sweep import load_config
+    from sweep.run.runner import write_resolved_config
 
     cfg = load_config("examples/simulated.yaml")  # an owner and its --join workers all write it
     with ThreadPoolExecutor(8) as pool:

@@ -14,10 +14,10 @@ from mlflow import MlflowClient
 from debate.diagnostics import diagnose
 from debate.graph import Graph
 from debate.state import DebateState, View
-from sweep.metrics import diagnostic_metrics, group_metrics
-from sweep.records import round_rows
-from sweep.results import ResultStore
-from sweep.tracking import (
+from sweep.store.records import round_rows
+from sweep.store.results import ResultStore
+from sweep.tracking.metrics import diagnostic_metrics, group_metrics
+from sweep.tracking.tracker import (
     TAG_GROUP,
     TAG_N_EPISODES,
     TAG_PARENT,
@@ -236,8 +236,8 @@ def test_log_group_logs_diagnostics_as_steps(uri: str, tmp_path: Path) -> None:
 def test_the_parent_shows_a_method_table_and_children_carry_readable_tags(
     uri: str, out_dir: Path, tmp_path: Path
 ) -> None:
-    from sweep.metrics import method_table
-    from sweep.tracking import KIND_TAG
+    from sweep.tracking.metrics import method_table
+    from sweep.tracking.tracker import KIND_TAG
 
     client = MlflowClient(tracking_uri=uri)
     tracker = Tracker(uri, "exp-readable", out_dir)

@@ -17,14 +17,14 @@ import yaml
 from mlflow import MlflowClient
 
 from debate.methods import build_method
-from sweep.config import load_config
-from sweep.metrics import as_reported, method_table, runs_view, table_markdown
-from sweep.mlflow_ui import VIEW_TAG, hint
+from sweep.config.sweep import load_config
 from sweep.report.load import load_results
 from sweep.report.sections import num
 from sweep.report.stats import mean_std
 from sweep.report.summary import summary_table
-from sweep.tracking import TAG_PARENT, read_runs
+from sweep.tracking.metrics import as_reported, method_table, runs_view, table_markdown
+from sweep.tracking.tracker import TAG_PARENT, read_runs
+from sweep.tracking.ui import VIEW_TAG, hint
 
 METHODS: list[Any] = [
     "cot",
@@ -42,7 +42,7 @@ def js_shown(value: float) -> str:
 def swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Path]]:
     """A small simulated sweep run in process and logged to an MLflow file store (seconds faster to
     create than sqlite's schema): three methods (one with an argument the others lack), two seeds."""
-    from sweep.runner import run_sweep
+    from sweep.run.runner import run_sweep
 
     tmp = tmp_path_factory.mktemp("readable")
     raw = {

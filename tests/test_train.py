@@ -22,8 +22,8 @@ import yaml
 from actors.registry import build_backend
 from debate.methods import build_method
 from debate.policies import checkpoint as ckpt
-from sweep.config import ConfigError
-from sweep.pool import build_agents
+from sweep.config.sweep import ConfigError
+from sweep.engines.pool import build_agents
 from sweep.train.config import TrainSetup, load_train
 from sweep.train.ppo import gae, train
 from tests.conftest import ROOT, RayHead, sweep_cmd
@@ -255,8 +255,8 @@ def test_sigkill_mid_training_then_rerun_resumes_to_the_same_policy(
 def test_sweep_run_evaluates_a_checkpoint_with_the_same_episodes_twice(
     tmp_path: Path, ray_driver: RayHead
 ) -> None:
-    from sweep.config import validate
-    from sweep.runner import run_sweep
+    from sweep.config.sweep import validate
+    from sweep.run.runner import run_sweep
 
     policy = train_here(write(tmp_path), "ppo.updates=1").policy
     other = train_here(write(tmp_path), "ppo.updates=1", "ppo.seed=1", out=tmp_path / "other").policy

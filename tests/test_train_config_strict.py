@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from sweep.cli import main
-from sweep.config import ConfigError
+from sweep.config.sweep import ConfigError
 from sweep.study.training import TrainSpec
 from sweep.train.config import load_train
 from tests.conftest import ROOT

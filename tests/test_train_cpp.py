@@ -17,8 +17,8 @@ import yaml
 from actors.registry import build_backend
 from debate.policies import checkpoint as ckpt
 from debate.policies.pruning import PruningArch
-from sweep.config import ConfigError
-from sweep.pool import build_agents
+from sweep.config.sweep import ConfigError
+from sweep.engines.pool import build_agents
 from sweep.train import pg
 from sweep.train.config import TrainSetup, load_train
 

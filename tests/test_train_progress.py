@@ -19,7 +19,7 @@ from rich.console import Console
 
 from debate.episode import Agent
 from sweep.cli import main
-from sweep.overrides import apply_override
+from sweep.config.overrides import apply_override
 from sweep.train.config import load_train
 from sweep.train.next_run import eval_command, yaml_value
 from sweep.train.progress import CallMeter, TrainProgress, duration

@@ -30,10 +30,10 @@ from debate.policies.fuseglu import weights_of as pruning_weights
 from debate.policies.pruning import PruningArch
 from sweep import interrupt
 from sweep.cli import main
-from sweep.config import ConfigError
-from sweep.ownership import OutputBusy
-from sweep.pool import build_agents
-from sweep.targets import dir_kind, own_dir
+from sweep.config.sweep import ConfigError
+from sweep.engines.pool import build_agents
+from sweep.store.ownership import OutputBusy
+from sweep.store.targets import dir_kind, own_dir
 from sweep.train import state
 from sweep.train.config import TrainSetup, load_train
 from tests.test_train import BASE as SMALL_BASE
@@ -494,12 +494,12 @@ def test_a_dir_cut_short_while_its_configs_are_written_still_reads_as_a_training
     capsys: pytest.CaptureFixture[str],
     no_training: list[TrainSetup],
 ) -> None:
-    import sweep.runner
+    import sweep.run.runner
 
     def denied(cfg: Any, out: Path) -> None:  # the second of the two configs cannot be written
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(sweep.runner, "write_resolved_config", denied)
+    monkeypatch.setattr(sweep.run.runner, "write_resolved_config", denied)
     assert main(["train", str(train_file(tmp_path))]) == 2
     out = tmp_path / "out"
     assert one_line(capsys.readouterr().err) == (
@@ -600,7 +600,7 @@ def test_a_failed_copy_of_the_best_or_final_policy_leaves_no_temp(
 
 
 class LocalPool:
-    """`sweep.pool.EnginePool` on in-process simulated backends: a training without Ray."""
+    """`sweep.engines.pool.EnginePool` on in-process simulated backends: a training without Ray."""
 
     def __init__(self, cfg: Any, models: Any, address: Any = None, console: Any = None, **_: Any) -> None:
         specs = {m: cfg.models[m] for m in set(models)}
@@ -617,9 +617,9 @@ class LocalPool:
 def test_sweep_train_on_a_full_disk_is_one_line_then_a_rerun_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import sweep.pool
+    import sweep.engines.pool
 
-    monkeypatch.setattr(sweep.pool, "EnginePool", LocalPool)
+    monkeypatch.setattr(sweep.engines.pool, "EnginePool", LocalPool)
     monkeypatch.setattr(interrupt, "install", lambda: None)
     cfg, out = train_file(tmp_path), tmp_path / "out"
     real_save = torch.save

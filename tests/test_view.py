@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sweep.cli import main
-from sweep.results import ResultStore
+from sweep.store.results import ResultStore
 from sweep.view import episode as episode_mod
 from sweep.view.data import Query, ViewData
 from sweep.view.export import export_html

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from sweep.results import ResultStore
+from sweep.store.results import ResultStore
 from sweep.view.data import Query, ViewData
 from sweep.view.export import export_html
 from sweep.view.server import serve_in_thread

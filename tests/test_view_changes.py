@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from sweep.cli import main
-from sweep.results import ResultStore
+from sweep.store.results import ResultStore
 from sweep.view.cli import episode_url
 from sweep.view.data import ViewData
 from sweep.view.episode import answer_changes

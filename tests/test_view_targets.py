@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sweep.cli import main
-from sweep.targets import own_beside
+from sweep.store.targets import own_beside
 from sweep.view.data import MAX_OFFSET, Query, QueryError, ViewData
 from sweep.view.export import source_hash
 from sweep.view.export_target import MARK

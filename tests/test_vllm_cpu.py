@@ -20,7 +20,7 @@ import pytest
 from actors.base import ChatRequest, Completion, Message
 from actors.hf_convert import ensure_smollm2_hf
 from actors.vllm_engine import VLLMBackend  # imports vllm only when an engine is built
-from sweep.results import ResultStore
+from sweep.store.results import ResultStore
 
 pytestmark = pytest.mark.vllm
 

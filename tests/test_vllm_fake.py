@@ -1,5 +1,5 @@
 """The vLLM backend driven by a fake AsyncLLM (no vllm import): what reaches the engine, what comes
-back; the tensor-parallel actor options of sweep/engines.py; the SmolLM2 GGUF -> HF helper's guards."""
+back; the tensor-parallel actor options of sweep/engines/actors.py; the SmolLM2 GGUF -> HF helper's guards."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from ray.util.placement_group import PlacementGroup
 
-import sweep.engines as engines
+import sweep.engines.actors as engines
 from actors import hf_convert
 from actors.base import Backend, ChatRequest, Completion, Message
-from actors.registry import _ENGINES, engine_names
+from actors.registry import ENGINES, engine_names
 from actors.vllm_engine import VLLMApi, VLLMBackend, engine_arg_dict
-from sweep.config import ModelSpec
+from sweep.config.sweep import ModelSpec
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
 
@@ -123,7 +123,7 @@ def run(b: VLLMBackend, requests: Sequence[ChatRequest]) -> list[Completion]:
 
 
 def test_registered_and_a_backend_without_importing_vllm() -> None:
-    assert "vllm" in engine_names() and _ENGINES["vllm"] is VLLMBackend
+    assert "vllm" in engine_names() and ENGINES["vllm"].factory is VLLMBackend
     api, _ = fake_api()
     assert isinstance(VLLMBackend("m", api=api), Backend)
     code = "import sys, actors.registry as r; r.engine_names(); assert 'vllm' not in sys.modules"
@@ -247,7 +247,7 @@ def test_gpus_are_unhidden_for_a_tensor_parallel_engine(monkeypatch: pytest.Monk
     assert "CUDA_VISIBLE_DEVICES" not in os.environ
 
 
-# --- tensor parallel placement (sweep/engines.py) ---
+# --- tensor parallel placement (sweep/engines/actors.py) ---
 
 
 def test_single_device_replicas_are_plain_actors() -> None:

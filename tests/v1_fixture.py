@@ -149,7 +149,7 @@ def write_checkpoint(path: Path) -> None:
 def config(name: str, datasets: set[str] | None = None, checkpoint: Path | None = None) -> Any:
     """`CONFIGS[name]` validated, keeping only the datasets named in `datasets` (None: all);
     `checkpoint` replaces `CHECKPOINT` in method arguments."""
-    from sweep.config import validate
+    from sweep.config.sweep import validate
 
     text = json.dumps(CONFIGS[name])
     raw = json.loads(text.replace(json.dumps(CHECKPOINT), json.dumps(str(checkpoint))))
@@ -169,9 +169,9 @@ def _turn(x: Any) -> list[Any]:
 
 async def _records(name: str, cfg: Any, policy: Path) -> list[dict[str, Any]]:
     from actors.registry import build_backend
-    from sweep.plan import build_plan
-    from sweep.pool import build_agents
-    from sweep.scheduler import run_one
+    from sweep.engines.pool import build_agents
+    from sweep.run.plan import build_plan
+    from sweep.run.scheduler import run_one
 
     plan = build_plan(cfg)
     used = sorted({m for t in plan.tasks for m in t.group.seats})

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common.registry import Registry
 from data.benchmarks.splits import Scheme
 from data.types import AnswerKind, Sample
 
@@ -34,7 +35,8 @@ class BenchmarkInfo:
         return [*self.splits, *parts]
 
 
-CATALOG: dict[str, BenchmarkInfo] = {}
+# The builtin loaders register when `data.benchmarks.registry` imports their modules.
+CATALOG: Registry[BenchmarkInfo] = Registry("benchmark", builtins=("data.benchmarks.registry",))
 
 
 def benchmark(

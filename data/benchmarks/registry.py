@@ -16,7 +16,7 @@ import data.benchmarks.gsm8k
 import data.benchmarks.mmlu
 import data.benchmarks.synthetic
 import data.benchmarks.truthfulqa  # noqa: F401
-from common.names import closest, unknown_name
+from common.names import closest
 from data.benchmarks.catalog import CATALOG, BenchmarkInfo
 from data.benchmarks.splits import partition
 from data.types import Sample
@@ -27,9 +27,7 @@ def benchmark_names() -> list[str]:
 
 
 def benchmark_info(name: str) -> BenchmarkInfo:
-    """The registration of `name`; unknown names raise KeyError with a did-you-mean."""
-    if name not in CATALOG:
-        raise KeyError(unknown_name("benchmark", name, sorted(CATALOG)))
+    """The registration of `name`; an unknown name raises `UnknownName` (a KeyError) with a did-you-mean."""
     return CATALOG[name]
 
 

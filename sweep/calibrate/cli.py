@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from sweep.calibrate.options import add_parser as add_parser  # `sweep`'s parser registers it from here
-from sweep.errors import ConfigError
+from sweep.config.errors import ConfigError
 
 if TYPE_CHECKING:  # at run time imported by `run`: `sweep --help` stays light
     from actors.populations import Population
@@ -91,7 +91,7 @@ def _job(args: argparse.Namespace) -> Job:
     from sweep.calibrate.evaluate import row_method, runnable
     from sweep.calibrate.fit import FitSettings
     from sweep.calibrate.targets import load_targets
-    from sweep.paths import file_url, output_dir, place
+    from sweep.config.paths import file_url, output_dir, place
 
     targets = load_targets(args.targets)
     checkpoints = _checkpoints(args.checkpoint, targets)
@@ -127,9 +127,9 @@ def run(args: argparse.Namespace) -> int:
     """Run the `calibrate` subcommand parsed by `add_parser`; returns the exit code."""
     from sweep import interrupt
     from sweep.calibrate.fit import fingerprint
-    from sweep.ownership import DirLock
-    from sweep.preflight import Unreachable, check_tracking
-    from sweep.targets import own_beside, own_dir, replace_file, unwritable
+    from sweep.run.preflight import Unreachable, check_tracking
+    from sweep.store.ownership import DirLock
+    from sweep.store.targets import own_beside, own_dir, replace_file, unwritable
 
     locks: list[DirLock] = []
     out: Path | None = None
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         if job.pop_out is not None:
             locks.append(own_beside(job.pop_out, "population file", "--population-out"))
         interrupt.install()
-        try:  # first: it marks the dir as a calibration's (`sweep.targets.dir_kind`)
+        try:  # first: it marks the dir as a calibration's (`sweep.store.targets.dir_kind`)
             text = yaml.safe_dump(job.resolved(), sort_keys=False).encode()
             replace_file(job.out / "calibrate.resolved.yaml", text)
         except OSError as e:
@@ -171,7 +171,7 @@ def _work(job: Job) -> int:
     from sweep.calibrate import report
     from sweep.calibrate.evaluate import predict
     from sweep.calibrate.fit import fit
-    from sweep.targets import replace_file, unwritable
+    from sweep.store.targets import replace_file, unwritable
 
     targets, settings, population = job.targets, job.settings, job.fixed
     how = f"predicted on population {population.name if population else 'v1'} as given (no fit)"

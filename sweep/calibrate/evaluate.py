@@ -28,7 +28,7 @@ from debate.methods import Method, build_method
 from sweep import interrupt
 from sweep.calibrate.expected import vote_accuracy
 from sweep.calibrate.targets import Row, Targets
-from sweep.errors import ConfigError
+from sweep.config.errors import ConfigError
 
 MakeBackend = Callable[[str], Backend]  # member name -> the engine that plays it
 MIN_MAX_TOKENS = 512  # a sweep's default output cap; raised for members whose replies run longer

@@ -31,7 +31,7 @@ from sweep.calibrate.evaluate import Evaluator, MakeBackend, RowResult, populati
 from sweep.calibrate.space import population_of, space, start_values, suggest, values_of
 from sweep.calibrate.targets import Row, Targets
 from sweep.calibrate.warm import warm_start
-from sweep.errors import ConfigError
+from sweep.config.errors import ConfigError
 from sweep.study.seeding import SlotSampler
 from sweep.study.storage import DRIVER, StudyLock, abandon, open_storage, recover_stale
 

@@ -24,7 +24,7 @@ from sweep.calibrate.evaluate import RowResult
 from sweep.calibrate.targets import Row, Targets
 from sweep.report.layout import TextTable
 from sweep.report.sections import Section, markdown, md_text
-from sweep.targets import replace_file
+from sweep.store.targets import replace_file
 
 COLUMNS: tuple[str, ...] = (
     "label",
@@ -235,8 +235,8 @@ def log_mlflow(
 
     from mlflow.entities import Metric, Param
 
-    from sweep.mlflow_io import log_batch
-    from sweep.tracking import Tracker
+    from sweep.tracking.mlflow_io import log_batch
+    from sweep.tracking.tracker import Tracker
 
     tracker = Tracker(uri, "calibrate", out)
     client = tracker.client

@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from actors.registry import check_engine_args
 from debate.methods import METHODS, build_method
 from debate.spec import closest
-from sweep.config import DatasetSpec
-from sweep.errors import FIXES, ConfigError, validation_line
-from sweep.fields import Large, NoBool, Price, Seed, Small
+from sweep.config.errors import FIXES, ConfigError, validation_line
+from sweep.config.fields import Large, NoBool, Price, Seed, Small
+from sweep.config.sweep import DatasetSpec
 
 MAX_BYTES = 1 << 20
 FIT_KINDS = ("cot", "cot_sc", "vote", "consistency", "silent")  # and `fixed` with a FIT_TOPOLOGIES topology

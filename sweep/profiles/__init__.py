@@ -5,7 +5,7 @@
   in flight. A CPU engine uses no GPU.
 - `vllm` and `openai` (a server): the batch curve of one GPU replica (`actors.batch_curve.BatchCurve`,
   by default an 8B model on an H100-class GPU, modelled).
-- `simulated`: no profile; its `latency_s` per batch is the whole of its time (`sweep.estimate`).
+- `simulated`: no profile; its `latency_s` per batch is the whole of its time (`sweep.run.estimate`).
 
 `load_profile(path)` reads either kind of YAML (a mapping with `in_flight` is a CPU curve), as
 `--estimate CURVE` gives it."""

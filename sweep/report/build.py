@@ -2,7 +2,7 @@
 `index.html` with its PNG plots, and each table as CSV and Parquet — into the report dir, replaced
 whole (written to a temp dir first, so a failure leaves the previous report as it was). Only an
 absent or empty dir or an earlier report is written (`sweep.report.target`), by one writer at a time
-(a lock beside it, `sweep.targets.own_beside`)."""
+(a lock beside it, `sweep.store.targets.own_beside`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from pathlib import Path
 
 import polars as pl
 
-from sweep.repair import is_disk_full
 from sweep.report.compare import mcnemar_table, spearman_table
 from sweep.report.html import write_html
 from sweep.report.load import Results, check_input, load_results
@@ -25,7 +24,8 @@ from sweep.report.rounds import per_round_table
 from sweep.report.sections import Section, Tables, markdown, md_text, sections
 from sweep.report.summary import summary_table
 from sweep.report.target import FIELD, clean_leftovers, replace_dir, report_target, temp_prefix, write_mark
-from sweep.targets import own_beside, unwritable
+from sweep.store.repair import is_disk_full
+from sweep.store.targets import own_beside, unwritable
 
 SUMMARY_FRONT = [
     "team",

@@ -27,7 +27,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sweep.errors import ConfigError
+    from sweep.config.errors import ConfigError
     from sweep.report.build import ReportDiskFull, build_report
     from sweep.report.load import ReportInputError
 

@@ -11,7 +11,7 @@ import yaml
 
 def _tracking(out: Path, uri: str | None) -> tuple[str | None, str]:
     """The tracking URI (None: no store to log to) and experiment of the sweep in `out`."""
-    from sweep.tracking import default_tracking_uri
+    from sweep.tracking.tracker import default_tracking_uri
 
     experiment, configured = "debate-sweep", None
     try:
@@ -36,7 +36,7 @@ def log_report(out: Path, sweep_ids: list[str], report_dir: Path, uri: str | Non
         return [f"mlflow: no tracking store for {out}; report not logged"]
     from mlflow import MlflowClient
 
-    from sweep.tracking import TAG_ROLE, TAG_SWEEP_ID, _runs
+    from sweep.tracking.tracker import TAG_ROLE, TAG_SWEEP_ID, _runs
 
     client = MlflowClient(tracking_uri=tracking_uri)
     exp = client.get_experiment_by_name(experiment)

@@ -2,7 +2,7 @@
 it did not write.
 
 A report dir is written only when it is absent, an empty dir, or an earlier report (it holds the
-`sweep.targets.REPORT_MARK` file that every report gets). Anything else — a file, a folder of other
+`sweep.store.targets.REPORT_MARK` file that every report gets). Anything else — a file, a folder of other
 files, a sweep's, study's or training's output dir, a dir holding the results being reported — is
 refused in one line before anything is read or written. A new report is written into a temp dir
 beside the target and swapped in by rename; the only dirs ever removed are the earlier report it
@@ -17,9 +17,9 @@ import time
 import uuid
 from pathlib import Path
 
-from sweep.errors import ConfigError
-from sweep.paths import MARKERS, place
-from sweep.targets import REPORT_MARK, refuse_other_kind
+from sweep.config.errors import ConfigError
+from sweep.config.paths import MARKERS, place
+from sweep.store.targets import REPORT_MARK, refuse_other_kind
 
 FIELD = "--report-dir"
 # Files of other outputs (sweep, study, training): a dir holding one is never replaced, mark or not.

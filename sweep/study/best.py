@@ -11,11 +11,11 @@ from typing import Any
 
 import yaml
 
-from sweep import paths
-from sweep.config import ConfigError, validate
-from sweep.repair import is_disk_full
+from sweep.config import paths
+from sweep.config.sweep import ConfigError, validate
+from sweep.store.repair import is_disk_full
+from sweep.store.targets import own_beside, replace_file, unwritable
 from sweep.study.config import StudySetup, base_file, is_test_split
-from sweep.targets import own_beside, replace_file, unwritable
 
 HEADER = "# best params of study"  # the first line of every file `--best` writes: "an earlier one"
 

@@ -18,11 +18,11 @@ from rich.console import Console
 from rich.table import Table
 
 from sweep import interrupt
-from sweep.config import ConfigError
-from sweep.ownership import DirLock
-from sweep.preflight import Unreachable, check_ray_address, check_tracking
+from sweep.config.sweep import ConfigError
+from sweep.run.preflight import Unreachable, check_ray_address, check_tracking
+from sweep.store.ownership import DirLock
+from sweep.store.targets import own_dir, unwritable
 from sweep.study.config import StudySetup, load_study
-from sweep.targets import own_dir, unwritable
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         setup = load_study(args.config, args.overrides, args.base_overrides, args.out)
         if args.best is None:
-            from sweep.plan import build_plan
+            from sweep.run.plan import build_plan
 
             build_plan(setup.base)  # the datasets load (a missing file is a config error, before any trial)
         if args.validate:
@@ -137,8 +137,8 @@ def study_locks(setup: StudySetup) -> list[DirLock]:
 
 
 def _run_locked(setup: StudySetup, args: argparse.Namespace, runner: Any, err: Console) -> int:
-    from sweep.pool import EnginePool
-    from sweep.runner import write_resolved_config
+    from sweep.engines.pool import EnginePool
+    from sweep.run.runner import write_resolved_config
 
     interrupt.install()  # cleanup (engines, Ray, the locks) runs on SIGTERM too
     write_resolved_config(setup.base, setup.out)
@@ -171,7 +171,7 @@ def _run_locked(setup: StudySetup, args: argparse.Namespace, runner: Any, err: C
 def _tracker(setup: StudySetup, args: argparse.Namespace, runner: Any) -> Any:
     """The study's MLflow logger, or a null one with tracking off."""
     from sweep.study.tracking import NullStudyTracker, StudyTracker
-    from sweep.tracking import default_tracking_uri
+    from sweep.tracking.tracker import default_tracking_uri
 
     if not setup.cfg.tracking.enabled or args.no_tracking:
         return NullStudyTracker()
@@ -191,7 +191,7 @@ def _report(setup: StudySetup, runner: Any, status: str, err: Console) -> None:
     tracker.sync(runner.study, set(runner.outcome.ran))
     tracker.finish(runner.study, plots, status)
     if tracker.uri is not None:
-        from sweep.mlflow_ui import hint
+        from sweep.tracking.ui import hint
 
         out.print(hint(tracker.uri, tracker.parent_id, setup.out), highlight=False, markup=False)
     out.print(_best_table(runner.study, setup))

@@ -13,16 +13,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from debate.spec import closest, stable_hash
 from search_spaces import SearchSpace, SpaceError, find_space, parse_space
-from sweep.config import SweepConfig, Tracking, apply_override, check_places, read_yaml, validate
-from sweep.errors import ConfigError, model_or_error, validation_line
-from sweep.fields import Large, PlainName, Seconds, Small
+from sweep.config.errors import ConfigError, model_or_error, validation_line
+from sweep.config.fields import Large, PlainName, Seconds, Small
+from sweep.config.sweep import SweepConfig, Tracking, apply_override, check_places, read_yaml, validate
+from sweep.config.yaml_limits import read_file
 from sweep.study.samplers import PRUNERS, SAMPLERS
 from sweep.study.spaces import check_method
 from sweep.study.training import TrainSpec, load_training
 from sweep.train.config import TrainSetup
-from sweep.yaml_limits import read_file
 
-# objective name -> (direction, the key of `sweep.metrics.group_metrics` it reads)
+# objective name -> (direction, the key of `sweep.tracking.metrics.group_metrics` it reads)
 Direction = Literal["maximize", "minimize"]
 OBJECTIVES: dict[str, tuple[Direction, str]] = {
     "accuracy": ("maximize", "accuracy"),

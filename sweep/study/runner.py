@@ -1,6 +1,6 @@
 """`sweep study`: Optuna ask/tell over a debate method's arguments. Engine actors start once and
 serve every trial; each trial is the base sweep's episodes under the trial's params, run through
-`sweep.scheduler.run_tasks` into the shared results store (so episodes already stored, by any trial
+`sweep.run.scheduler.run_tasks` into the shared results store (so episodes already stored, by any trial
 or run, are never run again). Several trials run at once; several drivers may share one storage."""
 
 from __future__ import annotations
@@ -20,17 +20,17 @@ from rich.console import Console
 from debate.episode import Agent
 from search_spaces import sample
 from sweep import interrupt
-from sweep.config import ConfigError, SweepConfig
-from sweep.metrics import diagnostic_metrics, group_metrics
-from sweep.plan import EpisodeTask, Plan, build_plan
-from sweep.records import Recorder
-from sweep.results import BufferedWriter, ResultStore
-from sweep.scheduler import run_tasks
+from sweep.config.sweep import ConfigError, SweepConfig
+from sweep.run.plan import EpisodeTask, Plan, build_plan
+from sweep.run.scheduler import run_tasks
+from sweep.store.records import Recorder
+from sweep.store.results import BufferedWriter, ResultStore
 from sweep.study.config import OBJECTIVES, StudySetup
 from sweep.study.progress import StudyProgress
 from sweep.study.storage import DRIVER, StudyLock, abandon, open_study, recover_stale
 from sweep.study.tracking import NullStudyTracker
 from sweep.study.training import router_args, train_trial
+from sweep.tracking.metrics import diagnostic_metrics, group_metrics
 
 MAX_FAILED_IN_A_ROW = 5  # then the study stops: something is broken beyond one trial's params
 

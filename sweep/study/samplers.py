@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from debate.spec import Registry
+from debate.spec import Factories
 
-SAMPLERS: Registry[Any] = Registry("sampler")
-PRUNERS: Registry[Any] = Registry("pruner")
+SAMPLERS: Factories[Any] = Factories("sampler")
+PRUNERS: Factories[Any] = Factories("pruner")
 
 
 @SAMPLERS.register("tpe")

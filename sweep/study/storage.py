@@ -21,7 +21,7 @@ from optuna.storages import BaseStorage, JournalStorage, RDBStorage
 from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, Trial, TrialState
 
-from sweep.config import ConfigError
+from sweep.config.sweep import ConfigError
 from sweep.study.config import StudySetup
 from sweep.study.samplers import PRUNERS
 from sweep.study.seeding import ABANDONED, KILLS, RETRY_OF, SlotSampler

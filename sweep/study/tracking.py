@@ -18,7 +18,7 @@ from optuna.trial import FrozenTrial, TrialState
 from debate.spec import stable_hash
 from sweep.study.config import StudySetup
 from sweep.study.storage import StudyLock, best_trials, driver_alive
-from sweep.tracking import TAG_PARENT, TAG_ROLE, Tracker, flatten_params, log_batch
+from sweep.tracking.tracker import TAG_PARENT, TAG_ROLE, Tracker, flatten_params, log_batch
 
 TAG_STUDY = "debate_sweep.study"
 TAG_TRIAL = "debate_sweep.trial"

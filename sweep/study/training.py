@@ -27,7 +27,7 @@ from debate.episode import Agent
 from debate.rewards import TERMS
 from debate.spec import stable_hash
 from search_spaces import SearchSpace, SpaceError
-from sweep.config import ConfigError, SweepConfig
+from sweep.config.sweep import ConfigError, SweepConfig
 from sweep.study.spaces import check_method
 from sweep.train.algorithms import TUNED
 from sweep.train.config import REWARD_KEYS, REWARDS, TrainSetup, load_train, reward_keys
@@ -149,7 +149,7 @@ async def train_trial(
 ) -> str | None:
     """Train the trial's policy; its checkpoint's path, or None when the training curve was pruned.
     The trial's user attrs get the curve, the reward weights and the router's arguments."""
-    from sweep.targets import own_dir
+    from sweep.store.targets import own_dir
     from sweep.train import state
     from sweep.train.run import train_async
 

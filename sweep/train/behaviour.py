@@ -19,7 +19,7 @@ from debate.episode import Agent, run_episode
 from debate.methods import build_method
 from debate.routers.cpp import response_text
 from debate.state import next_view
-from sweep.config import ConfigError
+from sweep.config.sweep import ConfigError
 from sweep.train.config import TrainSetup
 
 

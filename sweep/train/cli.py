@@ -15,9 +15,9 @@ import yaml
 from rich.console import Console
 
 from sweep import interrupt
-from sweep.config import ConfigError
-from sweep.repair import is_disk_full
-from sweep.targets import own_dir, replace_file, unwritable
+from sweep.config.sweep import ConfigError
+from sweep.store.repair import is_disk_full
+from sweep.store.targets import own_dir, replace_file, unwritable
 from sweep.train.config import TrainSetup, load_train
 
 _RERUN = "rerun the same command to resume from the last recorded update"
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the `train` subcommand parsed by `add_parser`; returns the exit code."""
     try:
         setup = load_train(args.config, args.overrides, args.base_overrides, args.out)
-        from sweep.plan import build_plan
+        from sweep.run.plan import build_plan
 
         build_plan(setup.base)  # the datasets load: a missing file is a config error, before Ray starts
         if args.validate:
@@ -102,12 +102,12 @@ def _no_space(where: object, then: str) -> None:
 
 def _write_configs(setup: TrainSetup) -> None:
     """The training's config, then the base sweep's: in this order, so a dir cut short between the two
-    still reads as a training (`sweep.targets.dir_kind`), never as a sweep. Each whole or not at all."""
-    from sweep.runner import CONFIG_FILE, write_resolved_config
+    still reads as a training (`sweep.store.targets.dir_kind`), never as a sweep. Each whole or not at all."""
+    from sweep.run.runner import CONFIG_FILE, write_resolved_config
 
     text = yaml.safe_dump(setup.cfg.model_dump(mode="json"), sort_keys=False)
     for target in (setup.out / "train.resolved.yaml", setup.out / CONFIG_FILE):
-        try:  # each through a temp file of its own, removed on failure (`sweep.targets.replace_file`)
+        try:  # each through a temp file of its own, removed on failure (`sweep.store.targets.replace_file`)
             if target.name == CONFIG_FILE:
                 write_resolved_config(setup.base, setup.out)
             else:
@@ -119,7 +119,7 @@ def _write_configs(setup: TrainSetup) -> None:
 
 
 def _tracker(setup: TrainSetup, args: argparse.Namespace) -> Any:
-    from sweep.tracking import default_tracking_uri
+    from sweep.tracking.tracker import default_tracking_uri
     from sweep.train.tracking import NullTrainTracker, TrainTracker
 
     if not setup.cfg.tracking.enabled or args.no_tracking:
@@ -128,7 +128,7 @@ def _tracker(setup: TrainSetup, args: argparse.Namespace) -> Any:
 
 
 def _run(setup: TrainSetup, args: argparse.Namespace) -> int:
-    from sweep.pool import EnginePool
+    from sweep.engines.pool import EnginePool
     from sweep.train import state
     from sweep.train.run import train
 
@@ -169,7 +169,7 @@ def _run(setup: TrainSetup, args: argparse.Namespace) -> int:
 
     out.print(f"evaluate it: {eval_command(setup, outcome.policy)}", highlight=False, markup=False)
     if tracker.uri is not None:
-        from sweep.mlflow_ui import hint
+        from sweep.tracking.ui import hint
 
         out.print(hint(tracker.uri, tracker.run_id, setup.out), highlight=False, markup=False)
         out.print(f"checkpoint URI: runs:/{tracker.run_id}/policy.npz", highlight=False, markup=False)

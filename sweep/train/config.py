@@ -19,9 +19,9 @@ from debate.cpp_reward import CppReward
 from debate.methods import Method, build_method
 from debate.rewards import RewardWeights
 from debate.spec import closest, stable_hash
-from sweep import paths
-from sweep.config import ConfigError, SweepConfig, Tracking, apply_override, read_yaml, validate
-from sweep.errors import model_or_error, validation_line
+from sweep.config import paths
+from sweep.config.errors import model_or_error, validation_line
+from sweep.config.sweep import ConfigError, SweepConfig, Tracking, apply_override, read_yaml, validate
 from sweep.train import limits as lim
 from sweep.train.algorithms import ALGORITHMS, SECTIONS, Algorithm
 from sweep.train.hparams import CppPolicyConfig as CppPolicyConfig  # re-exported

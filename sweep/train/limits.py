@@ -1,7 +1,7 @@
 """What a training config may hold, beyond its shape: every count a strict whole number within a bound
 a machine can run, every float finite (`true`, `.inf`, NaN and `1e12` as a count are refused), seeds
-as the sweep's (`sweep.fields.Seed`), a run name that is a plain path component, and an output dir
-that is a place of its own (`sweep.paths`) holding nothing but a training (`sweep.targets`)."""
+as the sweep's (`sweep.config.fields.Seed`), a run name that is a plain path component, and an output dir
+that is a place of its own (`sweep.config.paths`) holding nothing but a training (`sweep.store.targets`)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
-from sweep import paths
-from sweep.errors import ConfigError
-from sweep.fields import NoBool, PlainName
-from sweep.fields import Offset as Offset  # re-exported: the bounds of a training's fields are read here
-from sweep.fields import Seed as Seed
-from sweep.targets import dir_kind, refuse_other_kind
+from sweep.config import paths
+from sweep.config.errors import ConfigError
+from sweep.config.fields import NoBool, PlainName
+from sweep.config.fields import (
+    Offset as Offset,  # re-exported: the bounds of a training's fields are read here
+)
+from sweep.config.fields import Seed as Seed
+from sweep.store.targets import dir_kind, refuse_other_kind
 
 HIDDEN_MAX = 65_536  # units of a hidden layer: a RUMAD layer is hidden x hidden, 17 GB of float32 at this
 EPISODES_MAX = 100_000  # episodes of one update or evaluation: each is a whole debate
@@ -78,7 +80,7 @@ def _begun_training(path: Path) -> bool:
 
 def training_dir(value: str, field: str = "output_dir") -> str:
     """`value` checked as a training's output dir, before anything is written: not empty, a system
-    place, the current or home dir, a file, a dir of unrelated files (`sweep.paths.output_dir`), nor
+    place, the current or home dir, a file, a dir of unrelated files (`sweep.config.paths.output_dir`), nor
     a sweep's, a study's or a report's dir; a training's own dir (a study trial's included) is fine.
     Returns it, with `~` expanded; ConfigError otherwise."""
     path = paths.place(value, field, "a directory such as runs/my-training")

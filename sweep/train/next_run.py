@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from debate.methods import build_method
-from sweep.config import ConfigError, read_yaml
+from sweep.config.sweep import ConfigError, read_yaml
 from sweep.train.config import TrainSetup
 
 _NOT_COMPARED = ("checkpoint", "init_seed")  # the evaluation sets the first; training fixes neither

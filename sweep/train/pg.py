@@ -1,7 +1,7 @@
 """CPP's on-policy policy gradient (§3.2), in the CleanRL manner: one file, read top to bottom.
 
 An action is one keep/prune decision: agent i, in debate round t, on the k-th response of its order.
-Rollouts are ordinary episodes, run by `sweep.scheduler.run_tasks` on the agents it is given (the
+Rollouts are ordinary episodes, run by `sweep.run.scheduler.run_tasks` on the agents it is given (the
 engine pool of `sweep run`, or in-process backends), at most `concurrency` in flight, routed by
 `debate.routers.cpp.CppPolicyRouter` around the live network (sampling every decision from the
 episode's router rng). The driver alone updates the network. Before the first update, the behaviour

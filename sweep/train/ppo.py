@@ -2,7 +2,7 @@
 
 A step is one debate round of one episode: the policy observed the debate, set the round's edge
 weights, and the reward (`debate.rewards`, a pure function of the trajectory) scored the round.
-Rollouts are ordinary episodes, run by `sweep.scheduler.run_tasks` on the agents it is given (the
+Rollouts are ordinary episodes, run by `sweep.run.scheduler.run_tasks` on the agents it is given (the
 engine pool of `sweep run`, or in-process backends), at most `concurrency` in flight. The driver alone
 updates the policy, between rollout batches. Per update:
 

@@ -95,7 +95,7 @@ class TrainProgress:
         self.calls_at_start = self.meter.done
 
     def on_progress(self, stats: Any) -> None:
-        """`sweep.scheduler.run_tasks`' callback: an episode finished."""
+        """`sweep.run.scheduler.run_tasks`' callback: an episode finished."""
         self.finished = int(stats.done)
 
     def tick(self) -> None:

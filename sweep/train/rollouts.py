@@ -17,8 +17,8 @@ from debate.rewards import TERMS, reward_terms, step_rewards
 from debate.routers.rumad import PolicyRouter
 from debate.spec import derive_seed, stable_hash
 from debate.trajectory import EpisodeResult
-from sweep.plan import EpisodeTask, Group, build_plan
-from sweep.scheduler import RunStats, run_tasks
+from sweep.run.plan import EpisodeTask, Group, build_plan
+from sweep.run.scheduler import RunStats, run_tasks
 from sweep.train.config import TrainSetup
 
 

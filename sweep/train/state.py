@@ -38,8 +38,8 @@ import numpy as np
 import torch
 
 from debate.policies import checkpoint as ckpt
-from sweep.config import ConfigError
-from sweep.repair import free_bytes, is_disk_full
+from sweep.config.sweep import ConfigError
+from sweep.store.repair import free_bytes, is_disk_full
 from sweep.train.config import TrainSetup
 
 TRAINER_STATE = "trainer.pt"

@@ -14,7 +14,7 @@ from pathlib import Path
 from mlflow.entities import Metric, Param
 
 from debate.spec import stable_hash
-from sweep.tracking import TAG_ROLE, Tracker, _runs, flatten_params, log_batch
+from sweep.tracking.tracker import TAG_ROLE, Tracker, _runs, flatten_params, log_batch
 from sweep.train.config import TrainSetup
 
 TAG_TRAINING = "debate_sweep.training"

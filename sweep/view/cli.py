@@ -32,7 +32,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sweep.errors import ConfigError
+    from sweep.config.errors import ConfigError
     from sweep.report.load import ReportInputError
     from sweep.view.data import Query, QueryError, ViewData
     from sweep.view.episode import PartError

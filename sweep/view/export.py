@@ -3,7 +3,7 @@ rows and the full transcripts of up to `limit` episodes matching a query, the pa
 style inlined. The same page as the server's: it reads the embedded JSON instead of the API.
 
 The page is marked as an export (`export_target.MARK`), so a later export may replace it and nothing
-else; one export writes a file at a time (`sweep.targets.own_beside`), atomically. Its
+else; one export writes a file at a time (`sweep.store.targets.own_beside`), atomically. Its
 Content-Security-Policy allows only the inline script and style it holds, by their sha256 hashes
 computed here: no other script, style, fetch, frame or form, images only `data:` (the page's icon)."""
 
@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from sweep.report.parts import stderr_warning
-from sweep.targets import own_beside
+from sweep.store.targets import own_beside
 from sweep.view.data import LIST_COLUMNS, Query, ViewData
 from sweep.view.episode import PartError
 from sweep.view.export_target import FIELD, MARK, export_target, write_page

@@ -4,7 +4,7 @@ symlink, a device, a file in a place that is not a directory or any other file i
 before anything is read or written. The page is written whole or not at all: a uniquely named temp
 file beside it, fsynced, then renamed over it; on any failure the temp file is removed.
 
-Errors (one line each): `ExportRefused` / `sweep.targets.Unwritable` (ConfigErrors, exit 2) for a
+Errors (one line each): `ExportRefused` / `sweep.store.targets.Unwritable` (ConfigErrors, exit 2) for a
 target that may not or cannot be written (read-only, no permission); `DiskFull` (exit 1) when the
 disk or quota fills up while writing, a failure while working: free space and run it again."""
 
@@ -14,10 +14,10 @@ import os
 import stat
 from pathlib import Path
 
-from sweep.errors import ConfigError
-from sweep.paths import place
-from sweep.repair import is_disk_full
-from sweep.targets import replace_file, unwritable
+from sweep.config.errors import ConfigError
+from sweep.config.paths import place
+from sweep.store.repair import is_disk_full
+from sweep.store.targets import replace_file, unwritable
 
 FIELD = "--export"
 MARK = '<meta name="generator" content="debate-sweep view export">'

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from sweep.config import load_config
-from sweep.plan import build_plan
+from sweep.config.sweep import load_config
+from sweep.run.plan import build_plan
 from tests.chaos.harness import Drivers
 
 

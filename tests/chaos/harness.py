@@ -23,14 +23,14 @@ from typing import Any
 import pyarrow.parquet as pq
 
 import sweep.cli
-import sweep.ownership
-import sweep.results
-import sweep.runner
-import sweep.tracking
+import sweep.run.runner
+import sweep.store.ownership
+import sweep.store.results
+import sweep.tracking.tracker
 from actors.registry import build_backend
-from sweep.cache import CallCache
-from sweep.pool import EnginePool, build_agents
-from sweep.repair import check_cache
+from sweep.engines.pool import EnginePool, build_agents
+from sweep.store.cache import CallCache
+from sweep.store.repair import check_cache
 
 STOP_POINTS = ("parquet", "mlflow", "claim", "lock")
 
@@ -68,7 +68,7 @@ def _stop_at(point: str, nth: int) -> None:
         return seen["n"] == nth
 
     if point == "parquet":
-        real = sweep.results.write_atomic
+        real = sweep.store.results.write_atomic
 
         def half_written(table: Any, path: Path) -> None:
             if path.parent.name == "episodes" and due():
@@ -79,16 +79,18 @@ def _stop_at(point: str, nth: int) -> None:
                 _stop_self()
             real(table, path)
 
-        sweep.results.write_atomic = half_written  # type: ignore[assignment]
+        sweep.store.results.write_atomic = half_written  # type: ignore[assignment]
     elif point == "mlflow":
-        real_group = sweep.tracking.Tracker._log_folder  # every group's child run is logged through it
+        real_group = (
+            sweep.tracking.tracker.Tracker._log_folder
+        )  # every group's child run is logged through it
 
         def logging(self: Any, *args: Any, **kwargs: Any) -> Any:
             if due():
                 _stop_self()
             return real_group(self, *args, **kwargs)
 
-        sweep.tracking.Tracker._log_folder = logging  # type: ignore[method-assign]
+        sweep.tracking.tracker.Tracker._log_folder = logging  # type: ignore[method-assign]
     elif point == "claim":
         real_link = os.link
 
@@ -97,7 +99,7 @@ def _stop_at(point: str, nth: int) -> None:
                 _stop_self()
             real_link(src, dst, *args, **kwargs)
 
-        sweep.ownership.os.link = linking  # type: ignore[attr-defined]
+        sweep.store.ownership.os.link = linking  # type: ignore[attr-defined]
     elif point == "lock":
         real_truncate = os.ftruncate
 
@@ -106,7 +108,7 @@ def _stop_at(point: str, nth: int) -> None:
                 _stop_self()
             real_truncate(fd, length)
 
-        sweep.ownership.os.ftruncate = truncating  # type: ignore[attr-defined]
+        sweep.store.ownership.os.ftruncate = truncating  # type: ignore[attr-defined]
 
 
 def driver(
@@ -117,11 +119,11 @@ def driver(
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
-    sweep.runner.EnginePool = LocalPool  # type: ignore[misc]
+    sweep.run.runner.EnginePool = LocalPool  # type: ignore[misc]
     # Small parts, written often: more moments to be killed in the middle of one.
-    sweep.runner.PART_EPISODES = 8
-    sweep.runner.BufferedWriter = functools.partial(  # type: ignore[misc]
-        sweep.results.BufferedWriter, max_seconds=0.3
+    sweep.run.runner.PART_EPISODES = 8
+    sweep.run.runner.BufferedWriter = functools.partial(  # type: ignore[misc]
+        sweep.store.results.BufferedWriter, max_seconds=0.3
     )
     if stop is not None:
         _stop_at(*stop)
@@ -213,7 +215,7 @@ def committed_ids(out: Path) -> list[str]:
 
 def assert_exactly_once(out: Path, planned: set[str]) -> None:
     """Every planned episode stored once, with all its turns and rounds, and no leftovers of crashes."""
-    from sweep.results import ResultStore
+    from sweep.store.results import ResultStore
 
     ids = committed_ids(out)
     assert len(ids) == len(set(ids)), f"{len(ids) - len(set(ids))} episode(s) stored twice"
@@ -276,7 +278,7 @@ def full_disk(argv: list[str], out: str, log: str, report: str, small_kb: int, b
     fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
-    sweep.runner.EnginePool = LocalPool  # type: ignore[misc]
+    sweep.run.runner.EnginePool = LocalPool  # type: ignore[misc]
     try:
         result["first"] = sweep.cli.main(argv)
         result["stored_first"] = len(set(committed_ids(Path(out))))
@@ -284,7 +286,7 @@ def full_disk(argv: list[str], out: str, log: str, report: str, small_kb: int, b
         _mount("tmpfs", out, "tmpfs", 0x20, f"size={big_kb}k")  # MS_REMOUNT: space freed
         result["second"] = sweep.cli.main(argv)
         result["stored"] = committed_ids(Path(out))
-        from sweep.results import ResultStore
+        from sweep.store.results import ResultStore
 
         result["turns_ok"] = ResultStore(Path(out)).turns().height > 0
     except BaseException:  # noqa: BLE001 - reported to the test, which fails with it

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-import sweep.engines
-import sweep.runner
-from sweep.config import load_config
-from sweep.plan import build_plan
+import sweep.engines.actors
+import sweep.run.runner
+from sweep.config.sweep import load_config
+from sweep.run.plan import build_plan
 from tests.chaos.conftest import sweep_config
 from tests.chaos.harness import assert_exactly_once
 from tests.conftest import RayHead
@@ -56,14 +56,14 @@ def test_engine_actor_kills_lose_and_duplicate_nothing(
 
         return on_episode
 
-    real_start, real_recorder = sweep.engines.start_engines, sweep.runner.Recorder
-    monkeypatch.setattr(sweep.engines, "start_engines", start_engines)
-    monkeypatch.setattr(sweep.runner, "Recorder", recorder)
+    real_start, real_recorder = sweep.engines.actors.start_engines, sweep.run.runner.Recorder
+    monkeypatch.setattr(sweep.engines.actors, "start_engines", start_engines)
+    monkeypatch.setattr(sweep.run.runner, "Recorder", recorder)
     plan = build_plan(cfg)
-    outcomes = [sweep.runner.run_sweep(cfg, plan)]
+    outcomes = [sweep.run.runner.run_sweep(cfg, plan)]
     assert len(kills) == len(KILL_AFTER) and len(set(kills)) == len(kills)  # 3 kills of live actor processes
     while outcomes[-1].stats is not None and outcomes[-1].stats.failures and len(outcomes) < 4:
-        outcomes.append(sweep.runner.run_sweep(cfg, plan))
+        outcomes.append(sweep.run.runner.run_sweep(cfg, plan))
     last = outcomes[-1]
     assert last.stats is None or not last.stats.failures, last.stats.failures[:3]
     failed_first = outcomes[0].stats.failures if outcomes[0].stats else []

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from sweep.results import ResultStore
-from sweep.tracking import TAG_N_EPISODES, TAG_PARENT
+from sweep.store.results import ResultStore
+from sweep.tracking.tracker import TAG_N_EPISODES, TAG_PARENT
 from tests.chaos.conftest import planned, sweep_config
 from tests.chaos.harness import Drivers, assert_exactly_once, committed_ids
 

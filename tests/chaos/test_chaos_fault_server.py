@@ -9,8 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from sweep.results import ResultStore
-from sweep.sanitize import MAX_TEXT_CHARS
+from sweep.store.results import ResultStore
+from sweep.store.sanitize import MAX_TEXT_CHARS
 from tests.chaos.conftest import planned, sweep_config
 from tests.chaos.faults import FAULTS, FaultServer
 from tests.chaos.harness import Drivers, assert_exactly_once

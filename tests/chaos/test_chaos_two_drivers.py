@@ -87,7 +87,7 @@ def test_a_second_study_driver_is_refused_unless_it_joins(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from sweep.cli import main
-    from sweep.ownership import DirLock
+    from sweep.store.ownership import DirLock
 
     out = tmp_path / "study-out"
     args = [

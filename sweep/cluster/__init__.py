@@ -1,0 +1,1 @@
+"""`sweep cluster up|down|status`: a private one-machine Ray head that `ray job submit` reaches as typed."""

@@ -1,0 +1,1 @@
+"""`sweep run`: the plan, the scheduler, the runner, local worker drivers, progress, the summary and what debate did, throughput estimates, reachability checks, and consistency matched to a measured cost."""

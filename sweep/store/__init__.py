@@ -1,0 +1,1 @@
+"""An output dir's files: the Parquet results contract and its part writers, the LLM-call cache, output-dir ownership and the targets each command may replace, self-repair, and the engine boundary that makes model output safe to store."""

@@ -1,0 +1,1 @@
+"""MLflow: the sweep's tracker (a parent run per sweep, a child per group), MLflow's limits, the metrics it logs, the receipt that skips a rerun with nothing new, `runs:/` checkpoint URIs and `sweep mlflow`."""
