@@ -1,4 +1,4 @@
-"""Population models v2-v4: simulated debaters whose samples share a latent competence per item and who
+"""Population models v2-v5: simulated debaters whose samples share a latent competence per item and who
 read each other's arguments. Every mechanism and parameter is stated in `docs/population.md`; the
 parameters come from a population file (`actors.populations`). In short, for member m on item i of
 benchmark b:
@@ -16,6 +16,10 @@ benchmark b:
   share of updates that change nothing;
 - context cost: peer text past `context_free_tokens` lowers the reader's competence logit by
   `context_cost` per doubling (and its prompt tokens grow with it);
+- confidence: from the calibrated tables (right: mostly 4-5, wrong: mostly 1-3) at rate
+  `calibration`, else uniform; in v5 the table follows the sample's own correctness only at rate
+  `self_knowledge`, else a Bernoulli of the member's competence p (how easy the item feels), so two
+  samples of one member need not know which of them is right;
 - replies have the member's length distribution (log-normal through `tokens_median`/`tokens_q95`);
   a cap shortens the argument and never removes the answer; adversarial seats argue for the shared
   misconception at full length with confidence 4-5.
@@ -44,7 +48,7 @@ from actors.sim_items import CONF_RIGHT, CONF_UNIFORM, CONF_WRONG, LETTERS, item
 from actors.sim_seed import seeded
 from actors.sim_text import review, same
 
-VERSION = "v4"  # the newest model this module runs (it runs every version in `actors.populations.VERSIONS`)
+VERSION = "v5"  # the newest model this module runs (it runs every version in `actors.populations.VERSIONS`)
 _DISTRACTORS = 4
 _JSON_CHARS = 60  # the JSON around the reasoning: {"reasoning": "", "answer": ..., "confidence": 3}
 
@@ -147,12 +151,15 @@ class PopulationBackend:
         prompt_tokens = math.ceil(chars_in * tpc) + 4 * len(req.messages)
         return Completion(text, prompt_tokens, completion_tokens, finish_reason=finish, model=self.model)
 
-    def _confidence(self, rng: np.random.Generator, correct: bool) -> int:
-        table = (
-            (CONF_RIGHT if correct else CONF_WRONG)
-            if rng.random() < self.member.calibration
-            else CONF_UNIFORM
-        )
+    def _confidence(self, rng: np.random.Generator, correct: bool, p: float) -> int:
+        """A stated confidence 1-5 for a sample that is `correct`, made at competence `p`."""
+        calibrated = rng.random() < self.member.calibration
+        knows = self.member.self_knowledge
+        if self.population.version >= "v5" and knows < 1.0:  # v5's draws: older streams stay as they were
+            know, feel = rng.random(2).tolist()
+            if know >= knows:  # the table follows how easy the item feels, not this sample's luck
+                correct = feel < p
+        table = (CONF_RIGHT if correct else CONF_WRONG) if calibrated else CONF_UNIFORM
         return min(5, bisect_right(table, rng.random() * table[-1]) + 1)
 
     def _decide(
@@ -173,17 +180,18 @@ class PopulationBackend:
         logit = self._logit(h.item, h.gold, dataset)
         fresh = self._sample(u[0], u[1], _sigmoid(logit), h, wrong, dataset)
         if h.phase not in ("update", "revise", "critique"):
-            return self._answer(rng, h.gold, fresh, "initial", ()), "initial"
+            return self._answer(rng, h.gold, fresh, "initial", (), _sigmoid(logit)), "initial"
         own = h.own[0] if h.own and h.own[0] is not None else fresh
         if h.phase == "critique":
-            return self._critique(rng, h, own, self._confidence(rng, same(own, h.gold))), "kept"
+            conf = self._confidence(rng, same(own, h.gold), _sigmoid(logit))
+            return self._critique(rng, h, own, conf), "kept"
         peers = [p for p in read_peers(raw) if p.answer is not None]
         p_eff = _sigmoid(logit - self._context_cost(peers))
         tag, answer = self._update(u, h.gold, own, peers, p_eff)
         if tag == "fixed":  # re-solved from scratch: a fresh sample at the competence it has now
             answer = self._sample(u[4], u[5], p_eff, h, wrong, dataset)
             tag = "kept" if same(answer, own) else "fixed"
-        return self._answer(rng, h.gold, answer, tag, peers), tag
+        return self._answer(rng, h.gold, answer, tag, peers, p_eff), tag
 
     def _sample(
         self, u_right: float, u_slip: float, p: float, h: Hints, wrong: Sequence[str], dataset: str
@@ -243,9 +251,15 @@ class PopulationBackend:
         return "kept", own
 
     def _answer(
-        self, rng: np.random.Generator, gold: str, answer: str, tag: str, peers: Sequence[Peer]
+        self,
+        rng: np.random.Generator,
+        gold: str,
+        answer: str,
+        tag: str,
+        peers: Sequence[Peer],
+        p: float,
     ) -> dict[str, Any]:
-        conf = self._confidence(rng, same(answer, gold))
+        conf = self._confidence(rng, same(answer, gold), p)
         if peers and 2 * sum(same(q.answer, answer) for q in peers) > len(peers):
             conf = min(5, conf + 1)  # agreement emboldens
         return {"reasoning": "", "answer": answer, "confidence": conf}

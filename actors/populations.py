@@ -30,9 +30,16 @@ from typing import Any
 
 import yaml
 
-VERSIONS = ("v2", "v3", "v4")  # population models a file may name; `v1` is the engine's arguments, not a file
+VERSIONS = (
+    "v2",
+    "v3",
+    "v4",
+    "v5",
+)  # population models a file may name; `v1` is the engine's arguments, not a file
 # Dynamics a version reads that earlier ones do not: absent from an earlier version's file and digest.
 SINCE = {"verify": "v3"}
+# Member fields a version reads that earlier ones do not (absent from an earlier version's file and digest).
+MEMBER_SINCE = {"self_knowledge": "v5"}
 HOME = Path(__file__).resolve().parents[1] / "populations"  # the packaged population files
 MAX_FILE_BYTES = 1 << 20
 
@@ -48,12 +55,15 @@ class Member:
     per-item competence logit (how differently it fares on items of equal difficulty: the larger,
     the sooner its consistency curve flattens; model v4 reads a mapping per benchmark, as `skill`,
     since one model's curve can climb on one benchmark and stay flat on another); `calibration`: the share of confidences drawn from
-    the calibrated distributions; `tokens_median`/`tokens_q95`: its full replies' completion tokens
-    (a log-normal through both)."""
+    the calibrated distributions; `self_knowledge` (model v5): the share of those whose table (right
+    or wrong) follows the sample's own correctness, the rest following how easy the item is for the
+    member (a Bernoulli of its competence), so two samples' confidences need not tell which is right;
+    `tokens_median`/`tokens_q95`: its full replies' completion tokens (a log-normal through both)."""
 
     skill: Mapping[str, float]
     spread: float | Mapping[str, float] = 1.0
     calibration: float = 0.8
+    self_knowledge: float = 1.0  # v5
     tokens_median: int = 200
     tokens_q95: int = 400
 
@@ -115,7 +125,7 @@ class Population:
         return {
             "version": self.version,
             "description": self.description,
-            "members": {k: _member_content(m) for k, m in self.members.items()},
+            "members": {k: _member_content(m, self.version) for k, m in self.members.items()},
             "benchmarks": {k: dataclasses.asdict(b) for k, b in self.benchmarks.items()},
             "dynamics": {
                 k: v
@@ -136,9 +146,10 @@ class Population:
         return yaml.safe_dump(self.content(), sort_keys=False, width=110)
 
 
-def _member_content(m: Member) -> dict[str, Any]:
+def _member_content(m: Member, version: str) -> dict[str, Any]:
     spread = dict(m.spread) if isinstance(m.spread, Mapping) else m.spread  # a v2/v3 scalar hashes as before
-    return dataclasses.asdict(m) | {"skill": dict(m.skill), "spread": spread}
+    out = dataclasses.asdict(m) | {"skill": dict(m.skill), "spread": spread}
+    return {k: v for k, v in out.items() if MEMBER_SINCE.get(k, "v2") <= version}
 
 
 def _number(where: str, v: Any, low: float, high: float) -> float:
@@ -171,7 +182,13 @@ def _section(where: str, raw: Any, cls: type, ranges: Mapping[str, tuple[float, 
     return cls(**kwargs)
 
 
-_MEMBER = {"spread": (0, 6), "calibration": (0, 1), "tokens_median": (1, 100_000), "tokens_q95": (1, 100_000)}
+_MEMBER = {
+    "spread": (0, 6),
+    "calibration": (0, 1),
+    "self_knowledge": (0, 1),
+    "tokens_median": (1, 100_000),
+    "tokens_q95": (1, 100_000),
+}
 _BENCH = {"item_spread": (0, 6), "misconception": (0, 1)}
 _DYNAMICS = {
     "persuasion": (0, 1),
@@ -203,6 +220,7 @@ def parse(name: str, raw: Any, where: str = "population") -> Population:
         raise PopulationError(f"{where}.members: give at least one member")
     if not isinstance(benches, Mapping) or "default" not in benches:
         raise PopulationError(f"{where}.benchmarks: needs a 'default' entry")
+    raw_members = {str(k): v for k, v in members.items()}
     member_map = {str(k): _section(f"{where}.members.{k}", v, Member, _MEMBER) for k, v in members.items()}
     for k, m in member_map.items():
         if isinstance(m.spread, Mapping) and str(version) < "v4":
@@ -210,6 +228,13 @@ def parse(name: str, raw: Any, where: str = "population") -> Population:
                 f"{where}.members.{k}.spread: one number per benchmark is read from population model v4 on; "
                 "give one number, or set version: v4"
             )
+        for key, since in MEMBER_SINCE.items():
+            given = raw_members[k]
+            if isinstance(given, Mapping) and key in given and str(version) < since:
+                raise PopulationError(
+                    f"{where}.members.{k}.{key}: read from population model {since} on; "
+                    f"remove it, or set version: {since}"
+                )
         if m.tokens_q95 < m.tokens_median:
             raise PopulationError(
                 f"{where}.members.{k}.tokens_q95: must be >= tokens_median ({m.tokens_median})"

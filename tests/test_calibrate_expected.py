@@ -15,14 +15,16 @@ from actors.populations import Population, parse
 from data.benchmarks.registry import load_benchmark
 from sweep.calibrate.evaluate import Evaluator, population_backends
 from sweep.calibrate.expected import vote_accuracy
+from sweep.calibrate.space import population_of, space, values_of
 from sweep.calibrate.targets import load_targets
 
 SEEDS = 40  # episodes per item for the reference mean: its se on 30 items is about 1.3 points
 
 
-def team(calibration: float = 0.8, **spread: float) -> Population:
+def team(calibration: float = 0.8, self_knowledge: float | None = None, **spread: float) -> Population:
+    """The test team on model v4, or on v5 with both members' `self_knowledge` when it is given."""
     raw: dict[str, Any] = {
-        "version": "v4",
+        "version": "v4" if self_knowledge is None else "v5",
         "members": {
             "a": {
                 "skill": {"default": 0.4},
@@ -33,6 +35,9 @@ def team(calibration: float = 0.8, **spread: float) -> Population:
         },
         "benchmarks": {"default": {"item_spread": 1.0, "misconception": 0.4}},
     }
+    if self_knowledge is not None:
+        for m in raw["members"].values():
+            m["self_knowledge"] = self_knowledge
     return parse("test", raw)
 
 
@@ -55,6 +60,7 @@ fit:
   - {label: A n=3, dataset: ar, method: {name: cot_sc, args: {m: 3}}, agents: [a], acc: 60.0, where: "T1"}
   - {label: A n=2, dataset: ar, method: {name: cot_sc, args: {m: 2}}, agents: [a], acc: 60.0, where: "T1"}
   - {label: Vote, dataset: ar, method: vote, acc: 60.0, where: "T1"}
+  - {label: Vote a+b, dataset: ar, method: vote, agents: [a, b], acc: 60.0, where: "T1"}
   - {label: Fuse n=5, dataset: ar, method: {name: consistency, args: {m: 5, pool: fuse}}, acc: 60.0, where: "T1"}
   - {label: Full-Debate, dataset: ar, method: {name: fixed, args: {topology: clique}}, acc: 70.0, where: "T1"}
 """
@@ -67,10 +73,11 @@ def targets(tmp_path: Path) -> Any:
     return load_targets(path)
 
 
-def test_expected_accuracy_matches_the_episodes_mean(targets: Any) -> None:
+@pytest.mark.parametrize("pop", [team(), team(calibration=1.0, self_knowledge=0.3)], ids=["v4", "v5"])
+def test_expected_accuracy_matches_the_episodes_mean(targets: Any, pop: Population) -> None:
     """Each non-debate row's expectation lies within 4 standard errors of the mean of its episodes
-    over 40 seeds: the estimate follows the model's samples, slips, confidences and vote rule."""
-    pop = team()
+    over 40 seeds: the estimate follows the model's samples, slips, confidences (v5: confidences
+    that follow the item rather than the sample) and vote rule."""
     episodes = Evaluator(targets, targets.seeds).run(list(targets.fit_rows()), population_backends(pop))
     expected = Evaluator(targets, [0], expected=True).run(list(targets.fit_rows()), population_backends(pop))
     for row in targets.fit_rows():
@@ -113,3 +120,35 @@ def test_v4_spread_per_benchmark() -> None:
         parse("test", v3)
     scalar = parse("test", {**v3, "members": {"a": {"skill": {"default": 0.1}, "spread": 1.2}}})
     assert scalar.content()["members"]["a"]["spread"] == 1.2  # a scalar hashes as a scalar, as before
+
+
+def test_v5_without_self_knowledge_two_samples_tie_as_one() -> None:
+    """Model v5: with self_knowledge 0 a 2-vote of one member gains on one sample no more than with
+    uninformative confidence (calibration 0): a tie between its two samples is settled as if
+    confidence said nothing (what is left is the vote's last tie-break, the smallest answer, about a
+    point on these items); with self_knowledge 1 it gains as in v4. Between two members, the one the
+    item is easier for states more confidence, so it wins their ties even with self_knowledge 0."""
+    items = load_benchmark("arith", "test", 60)
+
+    def acc(seats: list[str], calibration: float, self_knowledge: float | None) -> float:
+        return vote_accuracy(team(calibration, self_knowledge), seats, items, "arith", draws=2000)
+
+    one, uninformed = acc(["a"], 1.0, 0.0), acc(["a", "a"], 0.0, None)
+    assert abs(acc(["a", "a"], 1.0, 0.0) - uninformed) < 0.005  # the same samples (one stream)
+    assert abs(uninformed - one) < 0.015
+    assert acc(["a", "a"], 1.0, 1.0) > uninformed + 0.02
+    assert acc(["a", "a"], 1.0, 1.0) == acc(["a", "a"], 1.0, None)  # self_knowledge 1 is v4's stream
+    # Across members confidence still follows competence: the stronger one wins a tie of a and b.
+    assert acc(["a", "b"], 1.0, 0.0) > acc(["a", "b"], 0.0, None) + 0.02
+
+
+def test_v5_search_space_and_a_start_from_a_v4_file(targets: Any) -> None:
+    """The fit searches each member's self_knowledge in [0, 1]; a start from a v4 population (which
+    lacks it) puts it at the middle, a v5 one keeps its value, and the fitted file is a v5 one."""
+    dims = space(targets)
+    assert (dims["self_knowledge.a"].low, dims["self_knowledge.a"].high) == (0.0, 1.0)
+    assert values_of(team(), targets)["self_knowledge.b"] == 0.5
+    values = values_of(team(self_knowledge=0.2), targets)
+    assert values["self_knowledge.b"] == 0.2
+    fitted = population_of(values, targets)
+    assert fitted.version == "v5" and fitted.member("b").self_knowledge == 0.2

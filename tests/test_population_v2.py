@@ -4,6 +4,7 @@ over many calls so that breaking it moves the figure past the bound."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from typing import Any
 
@@ -209,3 +210,92 @@ def test_v3_lets_a_reader_check_an_argument_it_could_not_have_found() -> None:
     assert "verify" not in v2.content()["dynamics"]
     with pytest.raises(ValueError, match=r"dynamics.verify: read from population model v3 on"):
         parse("test", {**v2.content(), "dynamics": {"verify": 0.5}})
+
+
+def _v5(self_knowledge: float, calibration: float = 1.0) -> Population:
+    raw = {**population().content(), "version": "v5"}
+    members = {
+        k: {**m, "calibration": calibration, "self_knowledge": self_knowledge}
+        for k, m in raw["members"].items()
+    }
+    return parse("test", {**raw, "members": members})
+
+
+def test_v5_self_knowledge_sets_whether_confidence_tells_which_sample_is_right() -> None:
+    """Of two samples of one member on one item, one right and one wrong, the right one states a
+    higher confidence when confidence follows the sample (self_knowledge 1) and no higher one when it
+    follows how easy the item feels (0); across members it still tells strong from weak."""
+
+    def gap(pop: Population) -> float:
+        mid = PopulationBackend("mid", pop, "mid")
+        a = ask(mid, [initial(i, agent=0) for i in range(N)])
+        b = ask(mid, [initial(i, agent=1) for i in range(N)])
+        diffs = [
+            (x["confidence"] - y["confidence"]) * (1 if x["answer"] == "12" else -1)
+            for x, y in zip(a, b, strict=True)
+            if (x["answer"] == "12") != (y["answer"] == "12")
+        ]
+        assert len(diffs) > 150
+        return float(np.mean(diffs))
+
+    assert gap(_v5(1.0)) > 1.0
+    assert abs(gap(_v5(0.0))) < 0.35
+    blind = _v5(0.0)
+    strong = np.mean(
+        [
+            r["confidence"]
+            for r in ask(PopulationBackend("strong", blind, "strong"), [initial(i) for i in range(N)])
+        ]
+    )
+    weak = np.mean(
+        [
+            r["confidence"]
+            for r in ask(PopulationBackend("weak", blind, "weak"), [initial(i) for i in range(N)])
+        ]
+    )
+    assert strong > weak + 0.5
+
+
+def test_v5_with_full_self_knowledge_replays_v4_and_older_files_may_not_set_it() -> None:
+    """A v5 file with self_knowledge 1 draws what the same v4 file draws, reply for reply (v5's
+    draws are gated on it); a v4 file may not set self_knowledge, and its digest is what it was."""
+    raw = {**population().content(), "version": "v4"}
+    v4 = parse("test", raw)
+    v5 = parse("test", {**raw, "version": "v5"})
+    hints = [initial(i) for i in range(200)] + [update(i, "13", [("12", 3), ("14", 5)]) for i in range(200)]
+    critique = [{**update(i, "12", [("13", 3)]), "phase": "critique"} for i in range(50)]
+    for m in ("strong", "mid"):
+        assert ask(PopulationBackend(m, v4, m), hints + critique) == ask(
+            PopulationBackend(m, v5, m), hints + critique
+        )
+    assert "self_knowledge" not in v4.content()["members"]["mid"]
+    assert v5.content()["members"]["mid"]["self_knowledge"] == 1.0
+    members = {**raw["members"], "mid": {**raw["members"]["mid"], "self_knowledge": 0.5}}
+    with pytest.raises(
+        ValueError,
+        match=r"^population.members.mid.self_knowledge: read from population model v5 on; remove it, or set version: v5$",
+    ):
+        parse("test", {**raw, "members": members})
+    with pytest.raises(ValueError, match=r"members.mid.self_knowledge: must be a number in \[0, 1\]"):
+        parse(
+            "test",
+            {
+                **raw,
+                "version": "v5",
+                "members": {**members, "mid": {**members["mid"], "self_knowledge": 1.5}},
+            },
+        )
+
+
+def test_a_v4_file_replies_as_before_v5() -> None:
+    """A v4 file's answers and confidences, initial, update and critique, hash to what model v4 gave
+    at d7d9b6d (before v5): v5's draws leave an older version's stream alone."""
+    pop = parse("test", {**population().content(), "version": "v4"})
+    hints = [initial(i) for i in range(100)] + [update(i, "13", [("12", 3), ("14", 5)]) for i in range(100)]
+    hints += [{**update(i, "12", [("13", 3)]), "phase": "critique"} for i in range(30)]
+    out = [
+        [r["answer"], r["confidence"]]
+        for m in ("strong", "mid")
+        for r in ask(PopulationBackend(m, pop, m), hints)
+    ]
+    assert hashlib.sha256(json.dumps(out).encode()).hexdigest()[:16] == "d0047215d89b8cd5"

@@ -11,7 +11,8 @@ fit's residuals are the model's, not the sample's. Debate rows still run as epis
 Each draw follows the population model's round-0 reply (`actors.population`): right with the
 member's competence p on the item; wrong, the item's shared misconception with probability
 `misconception`, else one of the member's own slips (uniform over the item's other distractors); a
-confidence from the calibrated tables at rate `calibration`, else uniform. The vote is
+confidence from the calibrated tables at rate `calibration`, else uniform (model v5: the table follows
+the sample's correctness at rate `self_knowledge`, else a Bernoulli of p). The vote is
 `debate.vote.majority_vote`'s rule: most votes, then the highest summed confidence, then the
 smallest answer. `tests/test_calibrate_expected.py` holds these estimates to the mean of real
 episodes over many seeds, so the two cannot drift apart."""
@@ -57,10 +58,21 @@ def _profile(sample: Sample) -> tuple[tuple[str, ...], tuple[bool, ...]]:
     return _PROFILES[key]
 
 
-def _confidence(rng: np.random.Generator, right: np.ndarray, calibration: np.ndarray) -> np.ndarray:
-    """Stated confidences 1-5 for samples `right` (bool), seat by seat `calibration` on the last axis."""
+def _confidence(
+    rng: np.random.Generator,
+    right: np.ndarray,
+    calibration: np.ndarray,
+    knows: np.ndarray | None = None,
+    p: np.ndarray | None = None,
+) -> np.ndarray:
+    """Stated confidences 1-5 for samples `right` (bool), seat by seat `calibration` on the last axis;
+    with `knows` (v5's self-knowledge per seat) and `p` (competence, broadcast to `right`) a calibrated
+    confidence's table follows `right` at rate `knows`, else a Bernoulli(p) draw of its own."""
     calibrated = rng.random(right.shape) < calibration
     u = rng.random(right.shape)
+    if knows is not None and p is not None:  # drawn after v4's: a v4 population's stream is unchanged
+        know = rng.random(right.shape) < knows
+        right = np.where(know, right, rng.random(right.shape) < p)
     out = np.empty(right.shape, dtype=np.int64)
     for table, where in (
         (CONF_RIGHT, calibrated & right),
@@ -106,7 +118,12 @@ def vote_accuracy(
     misconceived = (rng.random(shape) < population.bench(dataset).misconception) | (slips < 1)
     slip = 2 + np.floor(rng.random(shape) * np.maximum(slips, 1)).astype(np.int64)
     code = np.where(right, 0, np.where(misconceived, 1, slip))
-    conf = _confidence(rng, right, np.array([population.member(m).calibration for m in seats]))
+    calibration = np.array([population.member(m).calibration for m in seats])
+    knows = np.array([population.member(m).self_knowledge for m in seats])
+    if population.version >= "v5" and (knows < 1.0).any():
+        conf = _confidence(rng, right, calibration, knows, p[:, None, :])
+    else:
+        conf = _confidence(rng, right, calibration)
     score = np.zeros((len(samples), draws, width))
     for k in range(width):
         mine = code == k

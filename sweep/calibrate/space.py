@@ -3,7 +3,9 @@ chooses, their bounds, and the population a set of values makes.
 
 Fitted, per member: its skill logit and (model v4) its `spread` on each benchmark (the targets'
 dataset *names*, e.g. math500), and its `calibration` (how well its stated confidence tells right from wrong: it breaks
-the ties of small votes, so consistency at n = 2 pins it); per benchmark: `item_spread` and
+the ties of small votes, so consistency at n = 2 pins it) and (model v5) its `self_knowledge` (how far
+a confidence follows the sample's own correctness rather than how easy the item feels: with
+calibration it sets how much n = 2 gains on one sample); per benchmark: `item_spread` and
 `misconception`; the dynamics' `persuasion`, `mislead`, `stubbornness`, `reflect`, `context_cost`
 and (model v3) `verify`.
 Not fitted: prices and token figures (the targets give them), the other dynamics.
@@ -20,7 +22,7 @@ import optuna
 from optuna.distributions import FloatDistribution
 
 from actors.population import VERSION
-from actors.populations import SINCE, Bench, Dynamics, Member, Population
+from actors.populations import MEMBER_SINCE, SINCE, Bench, Dynamics, Member, Population
 from sweep.calibrate.targets import Targets
 
 SKILL = (-3.0, 3.0)
@@ -35,6 +37,7 @@ DYNAMICS = {
     "verify": (0.0, 1.0),  # read from population model v3 on
 }
 CALIBRATION_RANGE = (0.0, 1.0)  # verbal confidence: how far it tells right from wrong (ties in votes)
+SELF_KNOWLEDGE = (0.0, 1.0)  # read from population model v5 on: a confidence's own sample vs the item
 NEAR = 0.08  # a fit searches 8 % of each parameter's range either side of its start (a local search)
 DIGITS = 4  # values are rounded: the population file reads well, and what ran is what is written
 
@@ -53,6 +56,8 @@ def space(targets: Targets, around: Mapping[str, float] | None = None) -> dict[s
         out |= {f"skill.{m}.{b}": SKILL for b in benches}
         out |= {f"spread.{m}.{b}": SPREAD for b in benches}
         out[f"calibration.{m}"] = CALIBRATION_RANGE
+        if MEMBER_SINCE["self_knowledge"] <= VERSION:
+            out[f"self_knowledge.{m}"] = SELF_KNOWLEDGE
     for b in benches:
         out |= {f"{k}.{b}": bounds for k, bounds in BENCH.items()}
     out |= {f"dynamics.{k}": bounds for k, bounds in DYNAMICS.items()}
@@ -86,6 +91,7 @@ def population_of(values: Mapping[str, float], targets: Targets, description: st
             skill={"default": _mean(list(skill.values())), **skill},
             spread={"default": _mean(list(spread.values())), **spread},
             calibration=v[f"calibration.{m}"],
+            self_knowledge=v.get(f"self_knowledge.{m}", Member.self_knowledge),
             # Token figures the targets lack keep the model's defaults (`actors.populations.Member`).
             tokens_median=int(spec.get("tokens_median") or Member.tokens_median),
             tokens_q95=int(spec.get("tokens_q95") or max(Member.tokens_q95, spec.get("tokens_median") or 0)),
@@ -118,6 +124,8 @@ def values_of(population: Population, targets: Targets) -> dict[str, float]:
         raw |= {f"skill.{m}.{b}": member.skill_on(b) for b in benchmarks(targets)}
         raw |= {f"spread.{m}.{b}": member.spread_on(b) for b in benchmarks(targets)}
         raw[f"calibration.{m}"] = member.calibration
+        knows = population.version >= MEMBER_SINCE["self_knowledge"]  # else its model lacks it: the middle
+        raw[f"self_knowledge.{m}"] = member.self_knowledge if knows else sum(SELF_KNOWLEDGE) / 2
     for b in benchmarks(targets):
         raw |= {f"{k}.{b}": float(getattr(population.bench(b), k)) for k in BENCH}
     return {k: min(max(raw[k], d.low), d.high) for k, d in space(targets).items()}

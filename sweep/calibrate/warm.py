@@ -4,8 +4,8 @@ over a small grid and kept where the fit rows it touches score best, so the Optu
 from their middles.
 
 A parameter is scored on the rows it can move, which keeps each step cheap: a member's skill on a
-benchmark and its spread there on that benchmark's rows that seat the member; its calibration on every
-row that seats it; a benchmark's item spread and misconception on that benchmark's rows; the debate dynamics
+benchmark and its spread there on that benchmark's rows that seat the member; its calibration and
+(model v5) self-knowledge on every row that seats it; a benchmark's item spread and misconception on that benchmark's rows; the debate dynamics
 on the rows that debate (`fixed`). Common random numbers (the same seeds and items every time) make
 each score a deterministic function of the values, so a grid comparison is meaningful."""
 
@@ -27,7 +27,7 @@ def _rows_of(name: str, rows: Sequence[Row], bench_of: Mapping[str, str]) -> lis
     if kind in ("skill", "spread"):
         member, _, bench = rest.partition(".")
         return [r for r in rows if member in r.agents and bench_of[r.dataset] == bench]
-    if kind == "calibration":
+    if kind in ("calibration", "self_knowledge"):
         return [r for r in rows if rest in r.agents]
     if kind == "dynamics":
         return [r for r in rows if r.method.get("name") == "fixed"]
