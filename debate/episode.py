@@ -12,7 +12,6 @@ per-round trajectory (`debate.trajectory`).
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -95,8 +94,7 @@ async def run_episode(
 
     for r in range(1, total + 1):
         assert router is not None
-        decided = router.route(state, rng)
-        decision: Decision = await decided if inspect.isawaitable(decided) else decided
+        decision = await router.route(state, rng)
         done: list[Turn] = []
         for phase in method.phases:
             calls = PHASE_CALLS[phase](sample, state, decision, done, style)

@@ -116,7 +116,7 @@ def test_every_bad_config_exits_2_in_one_line_and_writes_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(sweep.run.cli, "preflight", accept)
-    monkeypatch.setattr(sweep.study.cli, "check_ray_address", accept)
+    monkeypatch.setattr(sweep.study.cli, "preflight", accept)
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     failures = []
     for i, case in enumerate(CASES):

@@ -38,7 +38,7 @@ class SubsetProbe:
 
     cap: int = 12
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         r, n = state.round, state.n
         active = frozenset(i for i in range(n) if (i + r) % 2 == 0)
         edges = [(s, t) for t in sorted(active) for s in range(n) if s != t]

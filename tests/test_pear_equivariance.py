@@ -73,7 +73,7 @@ class Conjugated:
     inner: PearRouter | SeatBiased
     sigma: tuple[int, ...]
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         pool = self.inner.pool(state, rng).relabel(self.sigma)
         return Decision(pool.graph(self.inner.choose(state, pool, rng)))
 
@@ -91,7 +91,7 @@ class SeatBiased:
         rng.random()  # the same draws as PEAR's choice, so only the bias differs
         return int(np.argmax(self.inner.scores(state, pool) + (pool.src == 0).sum(axis=1)))
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         pool = self.pool(state, rng)
         return Decision(pool.graph(self.choose(state, pool, rng)))
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from debate.graph import Graph
 from debate.influence import InfluenceRule, influence_history
 from debate.methods import build_method
+from debate.routers.base import route_now
 from debate.routers.pear import PearRouter, Pool, score_terms
 from debate.state import DebateState, Turn, View
 
@@ -134,7 +135,7 @@ def test_routed_graphs_have_in_degree_k_and_no_self_loops(n: int, k: int, seed: 
     rng = np.random.default_rng(seed)
     answers = tuple(str(x) for x in rng.integers(0, 3, n))
     state = state_of((answers, tuple(int(c) for c in rng.integers(1, 6, n))), seed=seed)
-    graph = router.route(state, rng).graph  # Graph itself rejects self-loops and out-of-range ends
+    graph = route_now(router, state, rng).graph  # Graph itself rejects self-loops and out-of-range ends
     assert all(graph.in_degree(t) == min(k, n - 1) for t in range(n))
     assert len(graph.edges) == n * min(k, n - 1)
 
@@ -194,8 +195,8 @@ def test_ablation_switches_equal_zero_alphas() -> None:
         pool = off.pool(state, np.random.default_rng(4))
         assert np.array_equal(off.scores(state, pool), zero.scores(state, pool))
         assert (
-            off.route(state, np.random.default_rng(4)).graph
-            == zero.route(state, np.random.default_rng(4)).graph
+            route_now(off, state, np.random.default_rng(4)).graph
+            == route_now(zero, state, np.random.default_rng(4)).graph
         )
 
 
@@ -231,7 +232,7 @@ def test_adopt_missing_counts_a_missing_answer_kept_as_adoption_only_when_asked(
 def test_pear_decisions_record_the_choice_and_the_rule() -> None:
     router = PearRouter(mc_permutations=6, beta=0.4, adopt_missing=True)
     state = state_of((CASE_ANSWERS, CASE_CONF), seed=3)
-    decision = router.route(state, np.random.default_rng(1))
+    decision = route_now(router, state, np.random.default_rng(1))
     rec = decision.record
     assert rec["influence"] == {"beta": 0.4, "mode": "adoption", "rho_init": "uniform", "adopt_missing": True}
     pool = router.pool(state, np.random.default_rng(1))

@@ -25,6 +25,7 @@ from data.types import Sample
 from debate.decision import Decision
 from debate.episode import Agent, run_episode
 from debate.methods import build_method
+from debate.routers.base import route_now
 from debate.routers.oracle import Oracle
 from debate.routers.rules import ConfidenceKeep, LeastConfident, least_confident
 from debate.state import DebateState, View
@@ -103,12 +104,12 @@ def test_silent_is_round_zeros_vote_at_round_zeros_cost() -> None:
 
 
 def test_least_confident_picks_the_k_least_confident_ties_by_seat() -> None:
-    d = LeastConfident(k=2).route(state_with("12345", (5, 1, 3, 1, 4)), RNG)
+    d = route_now(LeastConfident(k=2), state_with("12345", (5, 1, 3, 1, 4)), RNG)
     assert d.active == {1, 3}
     assert d.graph.edges == {(s, t) for t in (1, 3) for s in range(5) if s != t}  # they see everyone
-    assert LeastConfident(k=2).route(state_with("1234", (2, 2, 2, 5)), RNG).active == {0, 1}
-    assert LeastConfident(k=3).route(state_with("1234", (4, 1, 1, 1)), RNG).active == {1, 2, 3}
-    assert LeastConfident(k=9).route(state_with("123", (4, 1, 2)), RNG).active == {0, 1, 2}
+    assert route_now(LeastConfident(k=2), state_with("1234", (2, 2, 2, 5)), RNG).active == {0, 1}
+    assert route_now(LeastConfident(k=3), state_with("1234", (4, 1, 1, 1)), RNG).active == {1, 2, 3}
+    assert route_now(LeastConfident(k=9), state_with("123", (4, 1, 2)), RNG).active == {0, 1, 2}
     assert least_confident((3, 3, 1, 3), 2) == [0, 2]
     with pytest.raises(ValueError, match="k must be >= 1"):
         build_method("least_confident", {"k": 0})
@@ -124,7 +125,7 @@ def test_least_confident_never_spends_more_than_its_budget(n: int, k: int, budge
     conf = tuple(int(c) for c in rng.integers(1, 6, n))
     state, total = state_with(["1"] * n, conf), 0
     for _ in range(6):
-        d = router.route(state, RNG)
+        d = route_now(router, state, RNG)
         want = min(k, n, budget - total)
         assert d.active == set(sorted(range(n), key=lambda i: (conf[i], i))[:want])
         total += len(d.active_agents())
@@ -148,11 +149,11 @@ def test_least_confident_in_episodes_activates_by_the_last_stated_confidence() -
 
 def test_confidence_keep_keeps_and_hides_exactly_by_its_thresholds() -> None:
     s = state_with("12345", (5, 4, 3, 2, 1))
-    d = ConfidenceKeep(keep_at=4, hide_own_at=2).route(s, RNG)
+    d = route_now(ConfidenceKeep(keep_at=4, hide_own_at=2), s, RNG)
     assert d.graph.edges == {(s, t) for s in (0, 1) for t in range(5) if s != t}
     assert d.hidden_own == {3, 4} and d.active is None
     assert d.record["keep"][3][0] == [3, False, 0.0] and d.record["keep"][0][1] == [1, True, 1.0]
-    loose = ConfidenceKeep(keep_at=3, hide_own_at=0).route(s, RNG)
+    loose = route_now(ConfidenceKeep(keep_at=3, hide_own_at=0), s, RNG)
     assert loose.graph.edges == {(s, t) for s in (0, 1, 2) for t in range(5) if s != t}
     assert not loose.hidden_own
     with pytest.raises(ValueError, match="protocol 'update'"):
@@ -184,15 +185,18 @@ def test_confidence_keep_prompts_show_what_the_thresholds_keep() -> None:
 
 def test_oracle_activates_the_wrong_and_shows_them_the_right() -> None:
     s = state_with(("42", "41", None, "40", "42.0"), (1, 5, 3, 5, 2))
-    d = Oracle(budget=3).for_item(SAMPLE, GRADER).route(s, RNG)
+    d = route_now(Oracle(budget=3).for_item(SAMPLE, GRADER), s, RNG)
     assert d.active == {1, 2, 3}
     assert d.graph.edges == {(r, w) for w in (1, 2, 3) for r in (0, 4)}
-    assert Oracle(budget=2).for_item(SAMPLE, GRADER).route(s, RNG).active == {1, 2}  # the budget, by seat
+    assert route_now(Oracle(budget=2).for_item(SAMPLE, GRADER), s, RNG).active == {
+        1,
+        2,
+    }  # the budget, by seat
     spent = s.advance(s.latest, (), d)  # 3 activations spent
-    assert Oracle(budget=4).for_item(SAMPLE, GRADER).route(spent, RNG).active == {1}
+    assert route_now(Oracle(budget=4).for_item(SAMPLE, GRADER), spent, RNG).active == {1}
     assert "42" not in json.dumps(d.row()["decision"])  # the gold is not stored
     with pytest.raises(RuntimeError, match="for_item"):
-        Oracle().route(s, RNG)  # never routes blind
+        route_now(Oracle(), s, RNG)  # never routes blind
 
 
 def test_oracle_beats_clique_and_keeps_the_gold_out_of_prompts() -> None:

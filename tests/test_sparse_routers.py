@@ -16,6 +16,7 @@ from data.grading.graders import NumericGrader
 from data.types import Sample
 from debate.episode import Agent, run_episode
 from debate.methods import build_method
+from debate.routers.base import route_now
 from debate.routers.sparse import GroupDebate, RandomActivation, SparseRouter, delegate, groups_of, ring_edges
 from debate.state import DebateState, View
 
@@ -36,14 +37,14 @@ def team(n: int) -> list[Agent]:
 
 def test_smad_star_and_undirected_ring() -> None:
     s = state_with(("1",) * 6, (3,) * 6)
-    star = SparseRouter("star").route(s, RNG).graph
+    star = route_now(SparseRouter("star"), s, RNG).graph
     assert star.edges == {(0, i) for i in range(1, 6)} | {(i, 0) for i in range(1, 6)}
-    ring = SparseRouter("ring").route(s, RNG).graph
+    ring = route_now(SparseRouter("ring"), s, RNG).graph
     assert ring.edges == {((t + 1) % 6, t) for t in range(6)} | {((t - 1) % 6, t) for t in range(6)}
     assert all(ring.in_degree(t) == 2 for t in range(6))
     assert ring_edges(6, 2) == {((t + d) % 6, t) for t in range(6) for d in (1, 2, -1, -2)}
     assert ring_edges(3, 2) == {(s, t) for s in range(3) for t in range(3) if s != t}  # wraps, no self-loops
-    assert SparseRouter("star", hub=2).route(s, RNG).graph.in_degree(2) == 5
+    assert route_now(SparseRouter("star", hub=2), s, RNG).graph.in_degree(2) == 5
     with pytest.raises(ValueError, match="structure"):
         build_method("smad", {"structure": "mesh"})
 
@@ -51,13 +52,13 @@ def test_smad_star_and_undirected_ring() -> None:
 def test_gd_debates_inside_groups_and_exchanges_summaries() -> None:
     assert groups_of(7, 3) == [[0, 1, 2], [3, 4, 5], [6]]
     answers, conf = ("1", "2", "2", "5", "5", "4"), (5, 2, 4, 3, 1, 5)
-    inside = GroupDebate(3, 2).route(state_with(answers, conf, rounds=1), RNG)  # round 1: inside only
+    inside = route_now(GroupDebate(3, 2), state_with(answers, conf, rounds=1), RNG)  # round 1: inside only
     assert inside.graph.edges == {(s, t) for g in ([0, 1, 2], [3, 4, 5]) for s in g for t in g if s != t}
     # Group 0's majority is "2" (agents 1, 2), its most confident holder agent 2; group 1's is "5",
     # held by 3 (conf 3) and 4 (conf 1): agent 3 stands for it.
     s2 = state_with(answers, conf, rounds=2)
     assert delegate(s2, [0, 1, 2]) == 2 and delegate(s2, [3, 4, 5]) == 3
-    exchange = GroupDebate(3, 2).route(s2, RNG)  # round 2: the summaries cross over
+    exchange = route_now(GroupDebate(3, 2), s2, RNG)  # round 2: the summaries cross over
     assert exchange.graph.edges - inside.graph.edges == {(2, t) for t in (3, 4, 5)} | {
         (3, t) for t in (0, 1, 2)
     }
@@ -76,7 +77,7 @@ def test_random_activation_stays_within_its_budget(
     state = state_with(tuple(str(i % 3) for i in range(n)), (3,) * n)
     total = 0
     for _ in range(6):
-        d = router.route(state, rng)
+        d = route_now(router, state, rng)
         assert len(d.active_agents()) == min(per_round, n, budget - total)
         assert all(t in d.active_agents() for _, t in d.graph.edges)
         assert all(d.graph.in_degree(t) == min(k, n - 1) for t in d.active_agents())

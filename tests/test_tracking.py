@@ -16,13 +16,13 @@ from debate.graph import Graph
 from debate.state import DebateState, View
 from sweep.store.records import round_rows
 from sweep.store.results import ResultStore
+from sweep.tracking.choice import OFF, TrackingChoice, choose_tracking, default_tracking_uri, tracker_for
 from sweep.tracking.metrics import diagnostic_metrics, group_metrics
 from sweep.tracking.tracker import (
     TAG_GROUP,
     TAG_N_EPISODES,
     TAG_PARENT,
     Tracker,
-    default_tracking_uri,
     flatten_params,
     read_runs,
 )
@@ -67,6 +67,30 @@ def group_frames(tmp: Path, n: int, seed: int) -> tuple[pl.DataFrame, pl.DataFra
         })  # fmt: skip
     store.append(eps, turns)
     return store.episodes(), store.turns()
+
+
+def test_one_tracking_choice_per_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off by the flag or the config whatever the URIs say; else the flag's store, the config's, the
+    environment's, the output dir's, in that order; `tracker_for` builds the real one only when on."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5000")
+    assert choose_tracking(tmp_path, no_tracking=True, flag_uri="sqlite:///f.db") == OFF
+    assert choose_tracking(
+        tmp_path, False, "sqlite:///c.db", "exp", flag_uri="sqlite:///f.db"
+    ) == TrackingChoice(None, "exp")
+    assert (
+        choose_tracking(tmp_path, True, "sqlite:///c.db", "exp", flag_uri="sqlite:///f.db").uri
+        == "sqlite:///f.db"
+    )
+    assert choose_tracking(tmp_path, True, "sqlite:///c.db", "exp") == TrackingChoice("sqlite:///c.db", "exp")
+    assert choose_tracking(tmp_path).uri == "http://127.0.0.1:5000"
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    assert choose_tracking(tmp_path).uri == f"sqlite:///{tmp_path.resolve()}/mlflow.db"
+    made: list[str] = []
+    real = lambda uri: made.append(uri) or "real"  # noqa: E731
+    assert tracker_for(OFF, real, lambda: "null") == "null" and made == []
+    assert tracker_for(TrackingChoice("sqlite:///x.db"), real, lambda: "null") == "real" and made == [
+        "sqlite:///x.db"
+    ]
 
 
 def test_default_uri_and_flatten(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,6 +22,7 @@ from sweep.report.load import load_results
 from sweep.report.sections import num
 from sweep.report.stats import mean_std
 from sweep.report.summary import summary_table
+from sweep.tracking.choice import TrackingChoice
 from sweep.tracking.metrics import as_reported, method_table, runs_view, table_markdown
 from sweep.tracking.tracker import TAG_PARENT, read_runs
 from sweep.tracking.ui import VIEW_TAG, hint
@@ -58,7 +59,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Path]
     (tmp / "s.yaml").write_text(yaml.safe_dump(raw))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3 refuses the file store unless told
-        outcome = run_sweep(load_config(tmp / "s.yaml"), tracking_uri=(tmp / "mlruns").as_uri())
+        outcome = run_sweep(load_config(tmp / "s.yaml"), tracking=TrackingChoice((tmp / "mlruns").as_uri()))
         yield outcome, tmp
 
 

@@ -190,7 +190,7 @@ class RandomPrune:
         if not 0.0 <= self.p <= 1.0:
             raise ValueError(f"random_prune: p must be in [0, 1], got {self.p}")
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         n = state.n
         keep = [[bool(rng.random() < self.p) for _ in range(n)] for _ in range(n)]  # keep[i][k]: order(i)[k]
         edges = [(order(i, n)[k], i) for i in range(n) for k in range(1, n) if keep[i][k]]

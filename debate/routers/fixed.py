@@ -33,7 +33,7 @@ class FixedRouter:
         if self.topology not in TOPOLOGIES:
             raise ValueError(f"unknown topology '{self.topology}'; known: {', '.join(TOPOLOGIES)}")
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         return everyone(TOPOLOGIES[self.topology](state.n))
 
 
@@ -50,7 +50,7 @@ class RandomRouter:
         if self.k < 0:
             raise ValueError(f"random router: k must be >= 0, got {self.k}")
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         n, k = state.n, min(self.k, state.n - 1)
         edges = []
         for t in range(n):

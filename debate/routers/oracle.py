@@ -46,7 +46,7 @@ class Oracle:
         """The router for one episode: it knows `sample`'s gold."""
         return OracleOnItem(self, sample.gold, grader)
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         raise RuntimeError(
             "oracle: routed without its item's gold; the episode loop must call for_item(sample, grader)"
         )
@@ -63,7 +63,7 @@ class OracleOnItem:
     def right(self, answer: str | None) -> bool:
         return answer is not None and self.grader.grade(answer, self.gold) == "correct"
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         n = state.n
         left = max(0, self.params.budget - int(activations(state).sum()))
         right = [self.right(a) for a in state.answers()]

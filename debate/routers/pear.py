@@ -218,7 +218,7 @@ class PearRouter:
         p = np.exp((s - s.max()) / self.selection_temperature)
         return int(rng.choice(len(pool), p=p / p.sum()))
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         rule = asdict(self.rule)
         if state.n < 2:
             return Decision(Graph(state.n), record={"influence": rule})

@@ -67,7 +67,7 @@ class LeastConfident:
         if self.budget < 0:
             raise ValueError(f"least_confident: budget must be >= 0 activations, got {self.budget}")
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         n, left = state.n, _budget_left(self.budget, state)
         speakers = least_confident(state.confidences(), min(self.k, left))
         edges = [(s, t) for t in speakers for s in range(n) if s != t]
@@ -110,7 +110,7 @@ class ConfidenceKeep:
             return confidences[agent] > self.hide_own_at
         return confidences[candidate] >= self.keep_at
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         n, conf = state.n, state.confidences()
         keep = [[self.keeps(i, j, conf) for j in order(i, n)] for i in range(n)]  # keep[i][k]: order(i)[k]
         edges = [(order(i, n)[k], i) for i in range(n) for k in range(1, n) if keep[i][k]]

@@ -85,7 +85,7 @@ class RumadRouter:
         ref = args.get("checkpoint", "")
         return {**args, "checkpoint": f"sha:{ckpt.load(ref, 'rumad').digest}"} if ref else args
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         from debate.policies.controller import controller_for  # torch: only once a policy is built
 
         return decide(self, controller_for(self.checkpoint, self.init_seed), state, rng, sample=False)
@@ -129,5 +129,5 @@ class PolicyRouter:
     controller: Any
     sample: bool = True
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         return decide(self.params, self.controller, state, rng, self.sample)

@@ -58,7 +58,7 @@ class SparseRouter:
         if self.degree < 1 or self.hub < 0:
             raise ValueError("smad: degree must be >= 1 and hub >= 0")
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         n = state.n
         if self.structure == "star":
             return everyone(Graph.star(n, self.hub % n))
@@ -92,7 +92,7 @@ class GroupDebate:
         if self.group_size < 1 or self.exchange_every < 1:
             raise ValueError("gd: group_size and exchange_every must be >= 1")
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         groups = groups_of(state.n, self.group_size)
         edges = {(s, t) for g in groups for s in g for t in g if s != t}
         if state.round % self.exchange_every == 0:
@@ -116,7 +116,7 @@ class RandomActivation:
         if self.budget < 0 or self.per_round < 0 or self.k < 0:
             raise ValueError("random_activation: budget, per_round and k must be >= 0")
 
-    def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         n = state.n
         left = max(0, self.budget - int(activations(state).sum()))
         speakers = rng.choice(n, size=min(self.per_round, left, n), replace=False)

@@ -18,6 +18,7 @@ import yaml
 
 from sweep.calibrate.options import add_parser as add_parser  # `sweep`'s parser registers it from here
 from sweep.config.errors import ConfigError
+from sweep.tracking.choice import choose_tracking
 
 if TYPE_CHECKING:  # at run time imported by `run`: `sweep --help` stays light
     from actors.populations import Population
@@ -110,9 +111,9 @@ def _job(args: argparse.Namespace) -> Job:
         row_method(row, checkpoints)  # a method that cannot be built fails now, not after the fit
     out = output_dir(args.out or f"runs/calibrate_{targets.population}", "--out")
     pop_out = place(args.population_out, "--population-out") if args.population_out else None
-    uri = None
-    if not args.no_tracking:
-        uri = file_url(args.tracking_uri or f"sqlite:///{out / 'mlflow.db'}", "--tracking-uri")
+    uri = choose_tracking(out, no_tracking=args.no_tracking, flag_uri=args.tracking_uri).uri
+    if uri is not None:
+        uri = file_url(uri, "--tracking-uri")
     seeds = tuple(targets.seeds[: args.fit_seeds])
     settings = FitSettings(seeds, args.trials, args.sampler, args.seed, args.fit_limit, args.timeout)
     return Job(args, targets, checkpoints, fixed, out, pop_out, uri, settings)

@@ -32,8 +32,9 @@ from sweep.calibrate.space import population_of, space, start_values, suggest, v
 from sweep.calibrate.targets import Row, Targets
 from sweep.calibrate.warm import warm_start
 from sweep.config.errors import ConfigError
+from sweep.store.ownership import me
 from sweep.study.seeding import SlotSampler
-from sweep.study.storage import DRIVER, StudyLock, abandon, open_storage, recover_stale
+from sweep.study.storage import StudyLock, abandon, open_storage, recover_stale
 
 JOURNAL = "study.journal"
 STUDY = "calibrate"
@@ -192,7 +193,7 @@ def fit(
             if complete >= settings.trials or (limit_s is not None and time.monotonic() - start >= limit_s):
                 break
             trial = study.ask()
-            trial.set_user_attr("driver", DRIVER)
+            trial.set_user_attr("driver", me())
             trial.set_user_attr("heartbeat", time.time())
         try:
             population = suggest(trial, targets, first)

@@ -7,15 +7,14 @@ import argparse
 import math
 from typing import Any
 
+from sweep.config.flags import positive
+
 TRIALS = 10  # after the coordinate search that starts a fit (`sweep.calibrate.warm`): a local refinement
 FIT_SEEDS = 1
 FIT_LIMIT = 100
 
 
-def _count(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number, e.g. 60")
-    return int(text)
+_count = positive("60")
 
 
 def _seed(text: str) -> int:
@@ -86,6 +85,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="LABEL=PATH",
         help="run the learned row LABEL with this checkpoint (rows that need one are skipped otherwise)",
     )
-    s.add_argument("--tracking-uri", help="MLflow tracking URI (default sqlite:///OUT/mlflow.db)")
+    s.add_argument(
+        "--tracking-uri",
+        help="MLflow tracking URI (default MLFLOW_TRACKING_URI, else sqlite:///OUT/mlflow.db)",
+    )
     s.add_argument("--no-tracking", action="store_true", help="skip MLflow")
     return s

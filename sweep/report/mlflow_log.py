@@ -10,22 +10,24 @@ import yaml
 
 
 def _tracking(out: Path, uri: str | None) -> tuple[str | None, str]:
-    """The tracking URI (None: no store to log to) and experiment of the sweep in `out`."""
-    from sweep.tracking.tracker import default_tracking_uri
+    """The tracking URI (None: no store to log to) and experiment of the sweep in `out`: the sweep's
+    own choice, read back from its resolved config (`--tracking-uri` logs even where it was off)."""
+    from sweep.tracking.choice import DEFAULT_EXPERIMENT, choose_tracking
 
-    experiment, configured = "debate-sweep", None
+    tracking: dict = {}
     try:
         cfg = yaml.safe_load((out / "config.resolved.yaml").read_text(encoding="utf-8")) or {}
-        tracking = cfg.get("tracking") or {}
-        if tracking.get("enabled") is False and uri is None:
-            return None, experiment
-        experiment, configured = tracking.get("experiment") or experiment, tracking.get("uri")
-    except (OSError, yaml.YAMLError, AttributeError):
+        tracking = dict(cfg.get("tracking") or {})
+    except (OSError, yaml.YAMLError, AttributeError, TypeError, ValueError):
         pass
-    uri = default_tracking_uri(out, uri, configured)
-    if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).is_file():
-        return None, experiment
-    return uri, experiment
+    enabled = tracking.get("enabled") is not False or uri is not None
+    experiment = str(tracking.get("experiment") or DEFAULT_EXPERIMENT)
+    choice = choose_tracking(out, enabled, tracking.get("uri"), experiment, flag_uri=uri)
+    if choice.uri is None or (
+        choice.uri.startswith("sqlite:///") and not Path(choice.uri.removeprefix("sqlite:///")).is_file()
+    ):
+        return None, experiment  # a report never creates a store
+    return choice.uri, experiment
 
 
 def log_report(out: Path, sweep_ids: list[str], report_dir: Path, uri: str | None = None) -> list[str]:

@@ -14,19 +14,18 @@ from rich.console import Console
 from rich.table import Table
 
 from sweep import interrupt
+from sweep.config.flags import add_engine_flags, add_overrides, positive
 from sweep.config.sweep import ConfigError, SweepConfig, load_config
 from sweep.run.preflight import TrackingFailed, Unreachable, preflight
 from sweep.store.cache import CacheBusy
 from sweep.store.repair import DiskFull
 from sweep.store.targets import own_dir
+from sweep.tracking.choice import OFF, TrackingChoice, choose_tracking
 
 COMMANDS = ("validate", "plan", "run")
 
 
-def _positive(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number; e.g. --limit 5")
-    return int(text)
+_positive = positive("--limit 5")
 
 
 def with_limit(cfg: SweepConfig, n: int) -> SweepConfig:
@@ -52,14 +51,7 @@ def _dry_run(cfg: SweepConfig, plan: Any) -> str:
 def _with_config(sub: Any, name: str, help: str) -> argparse.ArgumentParser:
     s = sub.add_parser(name, help=help)
     s.add_argument("config", help="sweep YAML, e.g. examples/quickstart.yaml")
-    s.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config value, e.g. --set rounds=3 --set datasets.0.limit=5",
-    )
+    add_overrides(s, "a config value", "--set rounds=3 --set datasets.0.limit=5")
     s.add_argument("--out", help="output dir (overrides output_dir)")
     s.add_argument(
         "--limit", type=_positive, metavar="N", help="at most N items of each dataset (a quick look)"
@@ -82,11 +74,7 @@ def add_parser(sub: Any) -> None:
         "profile (llama_cpp: measured on a CPU; vllm: a batch curve; simulated: latency_s), or all on CURVE",
     )
     run_cmd = _with_config(sub, "run", "run every episode not stored yet, then log to MLflow")
-    run_cmd.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else a local Ray)")
-    run_cmd.add_argument(
-        "--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI, else sqlite in --out)"
-    )
-    run_cmd.add_argument("--no-tracking", action="store_true", help="skip MLflow")
+    add_engine_flags(run_cmd)
     run_cmd.add_argument(
         "--dry-run",
         action="store_true",
@@ -141,13 +129,22 @@ def run(args: argparse.Namespace) -> int:
             out.print(_plan_table(cfg, plan))
             out.print(_dry_run(cfg, plan))
             return 0
-        if args.no_tracking:
-            cfg = cfg.model_copy(update={"tracking": cfg.tracking.model_copy(update={"enabled": False})})
+        t = cfg.tracking
+        tracking = choose_tracking(
+            Path(cfg.output_dir),
+            t.enabled,
+            t.uri,
+            t.experiment,
+            no_tracking=args.no_tracking,
+            flag_uri=args.tracking_uri,
+        )
+        if not tracking.on:  # the resolved config says so (`sweep report` reads it)
+            cfg = cfg.model_copy(update={"tracking": t.model_copy(update={"enabled": False})})
         # Before anything is written: the servers answer, and the output dir is ours (or joined).
         from sweep.run.drivers import check_drivers
 
         check_drivers(cfg, args.drivers, args.address)
-        preflight(cfg, args.tracking_uri, args.address)
+        preflight(tracking, args.address or cfg.ray.address)
         lock = own_dir(Path(cfg.output_dir).resolve(), "sweep", cfg.identity(), join=args.join)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)  # plain print: one line, never wrapped
@@ -156,12 +153,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     try:
-        return _run(cfg, plan, args, out, err, lock)
+        return _run(cfg, plan, args, tracking, out, err, lock)
     finally:
         lock.release()
 
 
-def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, err: Console, lock: Any) -> int:
+def _run(
+    cfg: SweepConfig,
+    plan: Any,
+    args: argparse.Namespace,
+    tracking: TrackingChoice,
+    out: Console,
+    err: Console,
+    lock: Any,
+) -> int:
     from sweep.run import costmatch
     from sweep.run.runner import run_sweep
     from sweep.run.summary import summary_table
@@ -171,17 +176,15 @@ def _run(cfg: SweepConfig, plan: Any, args: argparse.Namespace, out: Console, er
     try:
         if any(costmatch.is_pending(e) for e in cfg.methods):  # run what they match first, then settle them
             first = costmatch.without_pending(cfg)
-            run_sweep(first.model_copy(update={"tracking": first.tracking.model_copy(update={"enabled": False})}),
-                      address=args.address, console=err, lock=lock)  # fmt: skip
+            run_sweep(first, tracking=OFF, address=args.address, console=err, lock=lock)
             cfg = costmatch.settle(cfg, ResultStore(Path(cfg.output_dir).resolve()))
             plan = None  # the settled entries are planned now (run_sweep builds it)
             err.print(
                 "matched: " + "; ".join(f"{e.name}({e.args})" for e in cfg.methods if e.name == "consistency")
             )
         outcome = run_sweep(
-            cfg, plan, tracking_uri=args.tracking_uri, address=args.address, console=err, lock=lock,
-            drivers=args.drivers,
-        )  # fmt: skip
+            cfg, plan, tracking=tracking, address=args.address, console=err, lock=lock, drivers=args.drivers
+        )
     except KeyboardInterrupt:
         err.print("interrupted: finished episodes are stored; rerun the same command to continue")
         return 1

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from sweep.config.paths import ray_endpoint
 
 if TYPE_CHECKING:
-    from sweep.config.sweep import SweepConfig
+    from sweep.tracking.choice import TrackingChoice
 
 PROBE_TIMEOUT_S = 5.0
 # MLflow's HTTP client defaults wait 120 s per request and retry 7 times with backoff: a dead server
@@ -77,9 +77,8 @@ def check_ray_address(address: str | None, timeout_s: float = PROBE_TIMEOUT_S) -
         ) from None
 
 
-def preflight(cfg: SweepConfig, tracking_uri: str | None = None, address: str | None = None) -> None:
-    """The checks `sweep run` makes before it writes anything: the tracking server (when tracking is
-    on) and the cluster address answer."""
-    if cfg.tracking.enabled:
-        check_tracking(tracking_uri or cfg.tracking.uri or os.environ.get("MLFLOW_TRACKING_URI"))
-    check_ray_address(address or cfg.ray.address)
+def preflight(tracking: TrackingChoice, address: str | None = None) -> None:
+    """The checks `sweep run` and `sweep study` make before they write anything: the tracking server
+    (when the command's choice logs) and the cluster address (else RAY_ADDRESS) answer."""
+    check_tracking(tracking.uri)
+    check_ray_address(address)

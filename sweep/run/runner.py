@@ -27,6 +27,7 @@ from sweep.store.repair import MIN_FREE_BYTES, DiskFull, free_bytes, is_disk_ful
 from sweep.store.results import BufferedWriter, ResultStore
 from sweep.store.targets import replace_file
 from sweep.tracking import receipt
+from sweep.tracking.choice import TrackingChoice, choose_tracking
 
 CONFIG_FILE = "config.resolved.yaml"  # the sweep as run, in its output dir (workers read it)
 WAIT_POLL_S = 1.0  # how often an owner looks whether its workers' episodes are stored
@@ -59,7 +60,7 @@ def write_resolved_config(cfg: SweepConfig, out: Path) -> None:
 def run_sweep(
     cfg: SweepConfig,
     plan: Plan | None = None,
-    tracking_uri: str | None = None,
+    tracking: TrackingChoice | None = None,
     address: str | None = None,
     console: Console | None = None,
     lock: DirLock | None = None,
@@ -69,18 +70,21 @@ def run_sweep(
     """Run every episode of the sweep that is not stored yet, then log the sweep to MLflow. The
     output dir is owned for the whole run (`lock`, taken here when not given; `join`: help its
     owner as a worker, which runs only unclaimed episodes and logs nothing; `drivers`: the owner
-    starts `drivers - 1` local workers, `sweep.run.drivers`)."""
+    starts `drivers - 1` local workers, `sweep.run.drivers`; `tracking`: the command's choice, by
+    default the config's `tracking:`)."""
     console = console or Console(stderr=True)
     plan = plan or build_plan(cfg)
     out = Path(cfg.output_dir).resolve()
+    if tracking is None:
+        tracking = choose_tracking(out, cfg.tracking.enabled, cfg.tracking.uri, cfg.tracking.experiment)
     check_drivers(cfg, drivers, address)
     if lock is not None:
-        return _run_owned(cfg, plan, tracking_uri, address, console, lock, drivers)
-    preflight(cfg, tracking_uri, address)
+        return _run_owned(cfg, plan, tracking, address, console, lock, drivers)
+    preflight(tracking, address or cfg.ray.address)
     lock = DirLock.for_output(out, cfg.identity())
     lock.acquire(join)
     try:
-        return _run_owned(cfg, plan, tracking_uri, address, console, lock, drivers)
+        return _run_owned(cfg, plan, tracking, address, console, lock, drivers)
     finally:
         lock.release()
 
@@ -88,7 +92,7 @@ def run_sweep(
 def _run_owned(
     cfg: SweepConfig,
     plan: Plan,
-    tracking_uri: str | None,
+    tracking: TrackingChoice,
     address: str | None,
     console: Console,
     lock: DirLock,
@@ -135,7 +139,7 @@ def _run_owned(
         return outcome
     _settle(plan, store, claims, lock, outcome, console)
     try:
-        _track(cfg, plan, store, outcome, tracking_uri, console)
+        _track(cfg, plan, store, outcome, tracking, console)
     except Exception as e:  # noqa: BLE001 - MLflow's and the network's errors vary; the results are safe
         raise TrackingFailed(
             f"tracking: logging to MLflow failed ({type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}); "
@@ -146,22 +150,26 @@ def _run_owned(
 
 
 def _track(
-    cfg: SweepConfig, plan: Plan, store: ResultStore, outcome: SweepOutcome, uri: str | None, console: Console
+    cfg: SweepConfig,
+    plan: Plan,
+    store: ResultStore,
+    outcome: SweepOutcome,
+    tracking: TrackingChoice,
+    console: Console,
 ) -> None:
     """Log the sweep to MLflow, unless nothing ran and the store's receipt says MLflow has it all
     already (`sweep.tracking.receipt`): then MLflow is not even imported."""
-    if not cfg.tracking.enabled:
+    if tracking.uri is None:
         return
-    out = Path(cfg.output_dir).resolve()
-    uri = receipt.default_tracking_uri(out, uri, cfg.tracking.uri)
-    facts = (out, uri, cfg.tracking.experiment, cfg.identity())
+    out, uri = Path(cfg.output_dir).resolve(), tracking.uri
+    facts = (out, uri, tracking.experiment, cfg.identity())
     if outcome.stats is None and (parent := receipt.fresh(*facts, store.part_names())) is not None:
         console.print("mlflow: up to date (nothing new since it was logged)")
         outcome.tracking_uri, outcome.parent_run_id = uri, parent
         return
     from sweep.tracking.tracker import sweep_tracker
 
-    tracker = sweep_tracker(cfg, uri)
+    tracker = sweep_tracker(cfg, tracking)
     outcome.tracking_uri = tracker.uri
     outcome.parent_run_id = tracker.log_sweep(cfg, plan, store, outcome.stats)
     if outcome.parent_run_id is not None and not (outcome.stats and outcome.stats.failures):

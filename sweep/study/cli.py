@@ -7,7 +7,6 @@ Exit codes as for `sweep run`: 0 success; 2 a bad config or usage (one line, not
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,39 +17,22 @@ from rich.console import Console
 from rich.table import Table
 
 from sweep import interrupt
+from sweep.config.flags import add_engine_flags, add_overrides
 from sweep.config.sweep import ConfigError
-from sweep.run.preflight import Unreachable, check_ray_address, check_tracking
+from sweep.run.preflight import Unreachable, preflight
 from sweep.store.ownership import DirLock
 from sweep.store.targets import own_dir, unwritable
 from sweep.study.config import StudySetup, load_study
+from sweep.tracking.choice import TrackingChoice, choose_tracking, tracker_for
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add the `study` subcommand to `sweep`'s subparsers."""
     s = subparsers.add_parser("study", help="tune a method's arguments with Optuna on one shared engine pool")
     s.add_argument("config", help="study YAML, e.g. examples/study_random_simulated.yaml")
-    s.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a study key, e.g. --set n_trials=40 --set sampler.seed=1",
-    )
-    s.add_argument(
-        "--base-set",
-        dest="base_overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a key of the base sweep, e.g. --base-set datasets.0.limit=50",
-    )
+    add_overrides(s, "a study key", "--set n_trials=40 --set sampler.seed=1", base=True)
     s.add_argument("--out", help="output dir (overrides output_dir)")
-    s.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else a local Ray)")
-    s.add_argument(
-        "--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI, else sqlite in --out)"
-    )
-    s.add_argument("--no-tracking", action="store_true", help="skip MLflow")
+    add_engine_flags(s)
     s.add_argument(
         "--join", action="store_true", help="if another driver runs this study here, share its trials"
     )
@@ -98,14 +80,14 @@ def _run(setup: StudySetup, args: argparse.Namespace) -> int:
 
     err = Console(stderr=True, soft_wrap=True)
     locks: list[DirLock] = []
+    t = setup.cfg.tracking
+    tracking = choose_tracking(
+        setup.out, t.enabled, t.uri, t.experiment, no_tracking=args.no_tracking, flag_uri=args.tracking_uri
+    )
     try:
         try:
             # Before anything is written: the servers answer; the output dir (new, or a study's) is ours.
-            if setup.cfg.tracking.enabled and not args.no_tracking:
-                check_tracking(
-                    args.tracking_uri or setup.cfg.tracking.uri or os.environ.get("MLFLOW_TRACKING_URI")
-                )
-            check_ray_address(args.address or setup.base.ray.address)
+            preflight(tracking, args.address or setup.base.ray.address)
             locks.append(own_dir(setup.out, "study", setup.fingerprint(), join=args.join))
             for lock in study_locks(setup)[1:]:  # the storage file's, when it lives elsewhere
                 try:
@@ -117,7 +99,7 @@ def _run(setup: StudySetup, args: argparse.Namespace) -> int:
         except (ConfigError, Unreachable) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2 if isinstance(e, ConfigError) else 1
-        return _run_locked(setup, args, runner, err)
+        return _run_locked(setup, args, tracking, runner, err)
     finally:
         for lock in locks:
             lock.release()
@@ -136,7 +118,9 @@ def study_locks(setup: StudySetup) -> list[DirLock]:
     return locks
 
 
-def _run_locked(setup: StudySetup, args: argparse.Namespace, runner: Any, err: Console) -> int:
+def _run_locked(
+    setup: StudySetup, args: argparse.Namespace, tracking: TrackingChoice, runner: Any, err: Console
+) -> int:
     from sweep.engines.pool import EnginePool
     from sweep.run.runner import write_resolved_config
 
@@ -144,7 +128,7 @@ def _run_locked(setup: StudySetup, args: argparse.Namespace, runner: Any, err: C
     write_resolved_config(setup.base, setup.out)
     resolved = yaml.safe_dump(setup.cfg.model_dump(mode="json"), sort_keys=False)
     (setup.out / "study.resolved.yaml").write_text(resolved, encoding="utf-8")
-    runner.tracker = _tracker(setup, args, runner)
+    runner.tracker = _tracker(setup, tracking, runner)
     status, code = "FINISHED", 0
     try:
         with EnginePool(setup.base, setup.base.team(), args.address, err) as pool:
@@ -168,15 +152,13 @@ def _run_locked(setup: StudySetup, args: argparse.Namespace, runner: Any, err: C
     return code
 
 
-def _tracker(setup: StudySetup, args: argparse.Namespace, runner: Any) -> Any:
-    """The study's MLflow logger, or a null one with tracking off."""
+def _tracker(setup: StudySetup, tracking: TrackingChoice, runner: Any) -> Any:
+    """The study's MLflow logger, or its null twin with tracking off."""
     from sweep.study.tracking import NullStudyTracker, StudyTracker
-    from sweep.tracking.tracker import default_tracking_uri
 
-    if not setup.cfg.tracking.enabled or args.no_tracking:
-        return NullStudyTracker()
-    uri = default_tracking_uri(setup.out, args.tracking_uri, setup.cfg.tracking.uri)
-    return StudyTracker(uri, setup, runner.study, runner.lock)
+    return tracker_for(
+        tracking, lambda uri: StudyTracker(uri, setup, runner.study, runner.lock), NullStudyTracker
+    )
 
 
 def _report(setup: StudySetup, runner: Any, status: str, err: Console) -> None:

@@ -23,11 +23,12 @@ from sweep import interrupt
 from sweep.config.sweep import ConfigError, SweepConfig
 from sweep.run.plan import EpisodeTask, Plan, build_plan
 from sweep.run.scheduler import run_tasks
+from sweep.store.ownership import me
 from sweep.store.records import Recorder
 from sweep.store.results import BufferedWriter, ResultStore
 from sweep.study.config import OBJECTIVES, StudySetup
 from sweep.study.progress import StudyProgress
-from sweep.study.storage import DRIVER, StudyLock, abandon, open_study, recover_stale
+from sweep.study.storage import StudyLock, abandon, open_study, recover_stale
 from sweep.study.tracking import NullStudyTracker
 from sweep.study.training import router_args, train_trial
 from sweep.tracking.metrics import diagnostic_metrics, group_metrics
@@ -122,7 +123,7 @@ class StudyRunner:
             if len(self.study.get_trials(deepcopy=False, states=counted)) >= self.cfg.n_trials:
                 return None
             trial = self.study.ask()
-            trial.set_user_attr("driver", DRIVER)
+            trial.set_user_attr("driver", me())
             trial.set_user_attr("heartbeat", time.time())
         self.inflight[trial.number] = trial
         return trial

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import fcntl
 import os
-import socket
 import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 import optuna
 from optuna.storages import BaseStorage, JournalStorage, RDBStorage
@@ -22,44 +20,10 @@ from optuna.storages.journal import JournalFileBackend
 from optuna.trial import FrozenTrial, Trial, TrialState
 
 from sweep.config.sweep import ConfigError
+from sweep.store.ownership import driver_alive as driver_alive  # a trial's driver, as a sweep's
 from sweep.study.config import StudySetup
 from sweep.study.samplers import PRUNERS
 from sweep.study.seeding import ABANDONED, KILLS, RETRY_OF, SlotSampler
-
-
-def _start_ticks(pid: int) -> int | None:
-    """The process's start time in clock ticks since boot (Linux), which tells a reused pid apart."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat[stat.rindex(")") + 2 :].split()[19])  # field 22 of proc(5)
-
-
-DRIVER: dict[str, Any] = {
-    "host": socket.gethostname(),
-    "pid": os.getpid(),
-    "started": _start_ticks(os.getpid()),
-}
-
-
-def driver_alive(driver: dict[str, Any]) -> bool | None:
-    """Whether a driver on this host still runs; None for a driver on another host."""
-    if driver.get("host") != DRIVER["host"]:
-        return None
-    pid = int(driver.get("pid", -1))
-    if pid == os.getpid():
-        return True
-    if Path("/proc").is_dir():
-        started = _start_ticks(pid)
-        return started is not None and driver.get("started") in (None, started)
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class StudyLock:

@@ -10,19 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 NAME = ".mlflow-receipt.json"
-
-
-def default_tracking_uri(out_dir: Path, *given: str | None) -> str:
-    """The first URI `given` (a command's `--tracking-uri`, then the config's `tracking.uri`), else
-    MLFLOW_TRACKING_URI, else a sqlite file in `out_dir` (absolute, so the CWD never matters). Every
-    command decides its store here."""
-    chosen = next((uri for uri in given if uri), None) or os.environ.get("MLFLOW_TRACKING_URI")
-    return chosen or f"sqlite:///{Path(out_dir).resolve() / 'mlflow.db'}"
 
 
 def _db_state(uri: str) -> list[int] | None:

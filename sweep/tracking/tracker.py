@@ -19,6 +19,7 @@ from sweep.config.sweep import SweepConfig
 from sweep.run.plan import Plan
 from sweep.run.scheduler import RunStats
 from sweep.store.results import ResultStore
+from sweep.tracking.choice import TrackingChoice, tracker_for
 from sweep.tracking.metrics import (
     TABLE_COLUMNS,
     as_reported,
@@ -34,7 +35,6 @@ from sweep.tracking.mlflow_io import flatten_params as flatten_params  # re-expo
 from sweep.tracking.mlflow_io import log_batch as log_batch  # re-exported
 from sweep.tracking.mlflow_io import read_runs as read_runs  # re-exported
 from sweep.tracking.mlflow_io import runs as _runs
-from sweep.tracking.receipt import default_tracking_uri
 from sweep.tracking.ui import VIEW_TAG
 
 TAG_SWEEP_ID = "debate_sweep.sweep_id"
@@ -281,9 +281,7 @@ class NullTracker:
         return None
 
 
-def sweep_tracker(cfg: SweepConfig, uri: str | None = None) -> Tracker | NullTracker:
-    """The sweep's tracker: MLflow at `uri` (else the config's, else the default), or a null one."""
-    if not cfg.tracking.enabled:
-        return NullTracker()
+def sweep_tracker(cfg: SweepConfig, tracking: TrackingChoice) -> Tracker | NullTracker:
+    """The sweep's tracker for the command's choice: MLflow at its store, or the null twin."""
     out = Path(cfg.output_dir).resolve()
-    return Tracker(default_tracking_uri(out, uri, cfg.tracking.uri), cfg.tracking.experiment, out)
+    return tracker_for(tracking, lambda uri: Tracker(uri, tracking.experiment, out), NullTracker)

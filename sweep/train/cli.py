@@ -119,12 +119,15 @@ def _write_configs(setup: TrainSetup) -> None:
 
 
 def _tracker(setup: TrainSetup, args: argparse.Namespace) -> Any:
-    from sweep.tracking.tracker import default_tracking_uri
+    """The training's MLflow logger, or its null twin: the command's one tracking choice."""
+    from sweep.tracking.choice import choose_tracking, tracker_for
     from sweep.train.tracking import NullTrainTracker, TrainTracker
 
-    if not setup.cfg.tracking.enabled or args.no_tracking:
-        return NullTrainTracker()
-    return TrainTracker(default_tracking_uri(setup.out, args.tracking_uri, setup.cfg.tracking.uri), setup)
+    t = setup.cfg.tracking
+    choice = choose_tracking(
+        setup.out, t.enabled, t.uri, t.experiment, no_tracking=args.no_tracking, flag_uri=args.tracking_uri
+    )
+    return tracker_for(choice, lambda uri: TrainTracker(uri, setup), NullTrainTracker)
 
 
 def _run(setup: TrainSetup, args: argparse.Namespace) -> int:
