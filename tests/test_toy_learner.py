@@ -75,7 +75,7 @@ def test_without_its_registrations_the_toy_is_refused(tmp_path: Path) -> None:
         load_train(write(tmp_path))
     no_section = {k: v for k, v in TRAIN.items() if k != "hill"}
     (tmp_path / "bare.yaml").write_text(yaml.safe_dump({**no_section, "output_dir": str(tmp_path / "out")}))
-    with pytest.raises(ConfigError, match="method: 'toy' has no trainable policy; trainable: rumad, cpp"):
+    with pytest.raises(ConfigError, match="method: 'toy' has no trainable policy; trainable: cpp, rumad"):
         load_train(tmp_path / "bare.yaml")
 
 

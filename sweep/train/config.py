@@ -94,12 +94,12 @@ class TrainConfig(_Strict):
         trainer = TRAINERS.get(self.method.name)
         if trainer is None:
             raise ValueError(
-                f"method: '{self.method.name}' has no trainable policy; trainable: {', '.join(TRAINERS)}"
+                f"method: '{self.method.name}' has no trainable policy; trainable: {', '.join(TRAINERS.names())}"
             )
         if not trainer.sections.keys() <= type(self).model_fields.keys():
             raise TypeError("TrainConfig lacks the trainers' sections: validate with config_class()")
         if self.algorithm is not None and self.algorithm != trainer.name:
-            pairs = ", ".join(f"{t.name}: {t.method}" for t in TRAINERS.values())
+            pairs = ", ".join(f"{TRAINERS[m].name}: {m}" for m in TRAINERS.names())
             raise ValueError(
                 f"algorithm: '{self.algorithm}' does not train {self.method.name}; it trains with "
                 f"'{trainer.name}' ({pairs})"

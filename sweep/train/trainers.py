@@ -89,5 +89,6 @@ def register(trainer: Trainer) -> Trainer:
 
 
 def all_sections() -> dict[str, type[BaseModel]]:
-    """Every registered trainer's sections: the keys a training config may hold beside its own."""
-    return {key: cls for t in TRAINERS.values() for key, cls in t.sections.items()}
+    """Every registered trainer's sections (by method, then as it lists them): the keys a training
+    config may hold beside its own. Import order never changes them."""
+    return {key: cls for m in TRAINERS.names() for key, cls in TRAINERS[m].sections.items()}
