@@ -22,8 +22,9 @@ from debate.policies.pruning import PruningArch
 from debate.routers.cpp import CppRouter, truncation
 from debate.state import DebateState
 from debate.trajectory import EpisodeResult, RoundRecord
-from sweep.train.config import PGConfig, TrainSetup
+from sweep.train.config import TrainSetup
 from sweep.train.pg import Actions, collect, pg_update
+from sweep.train.pg_config import PGConfig
 
 # --- truncation caps ---
 
@@ -159,7 +160,7 @@ def step(net: Logits, returns_: list[float], ent_coef: float, **pg: Any) -> dict
         slots=torch.tensor([0, 0, 1, 1, 2, 2]),
         metrics={},
     )
-    setup = cast(TrainSetup, SimpleNamespace(cfg=SimpleNamespace(pg=PGConfig(**pg))))
+    setup = cast(TrainSetup, SimpleNamespace(section={"pg": PGConfig(**pg)}.get))
     # lr 0: the gradients (clipped in place, as the step saw them) stay readable and nothing moves
     optimizer = torch.optim.SGD(net.parameters(), lr=0.0)
     return pg_update(cast(PruningNet, net), optimizer, batch, setup, ent_coef)

@@ -13,8 +13,8 @@ from sweep.config.errors import field_path, validation_line
 from sweep.config.sweep import ModelSpec, one_line
 from sweep.study.config import StudyConfig
 from sweep.study.config import _one_line as study_line
-from sweep.train.config import TrainConfig
 from sweep.train.config import _line as train_line
+from sweep.train.config import config_class
 
 
 def error(cls: Any, raw: dict[str, Any]) -> ValidationError:
@@ -30,9 +30,9 @@ def test_paths_and_the_three_kinds_of_error() -> None:
     assert validation_line(e, lambda loc: ["args", "engine"]) == (
         "argz: unknown key (did you mean 'args'?); remove it or fix its spelling"
     )
-    e = error(TrainConfig, {})
+    e = error(config_class(), {})
     assert train_line(e) == "sweep: required key is missing; add it (see the README's config reference)"
-    e = error(TrainConfig, {"sweep": "s.yaml", "ppo": {"updates": "many"}})
+    e = error(config_class(), {"sweep": "s.yaml", "ppo": {"updates": "many"}})
     assert train_line(e) == (
         "ppo.updates: Input should be a valid integer; give a whole number such as 3 (not true/false, not quoted)"
     )
@@ -40,7 +40,7 @@ def test_paths_and_the_three_kinds_of_error() -> None:
 
 def test_each_file_hints_from_its_own_keys() -> None:
     """A training's unknown key is matched against its own section; a study's against the study's."""
-    assert train_line(error(TrainConfig, {"sweep": "s.yaml", "ppo": {"lrr": 0.1}})) == (
+    assert train_line(error(config_class(), {"sweep": "s.yaml", "ppo": {"lrr": 0.1}})) == (
         "ppo.lrr: unknown training key (did you mean 'lr'?); remove it or fix its spelling"
     )
     raw = {"sweep": "s.yaml", "method": "pear", "search_space": "pear", "n_trails": 3}

@@ -33,8 +33,9 @@ from debate.rewards import RewardWeights
 from debate.routers.rumad import PolicyRouter, RumadRouter, decide
 from debate.state import DebateState, View
 from debate.trajectory import EpisodeResult
-from sweep.train.config import PPOConfig, TrainSetup
+from sweep.train.config import TrainSetup
 from sweep.train.ppo import ppo_update
+from sweep.train.ppo_config import PPOConfig
 from sweep.train.rollouts import Batch, collect
 
 CLIP = 0.2
@@ -59,7 +60,7 @@ class Probe(nn.Module):
 def setup_of(**ppo: Any) -> TrainSetup:
     """What `ppo_update` reads of a setup: one epoch, one minibatch, no gradient clipping."""
     cfg = PPOConfig(epochs=1, minibatches=1, clip=CLIP, max_grad_norm=1e6, **ppo)
-    return cast(TrainSetup, SimpleNamespace(cfg=SimpleNamespace(ppo=cfg)))
+    return cast(TrainSetup, SimpleNamespace(section={"ppo": cfg}.get))
 
 
 def one_step_batch(rewards: list[float], values: list[float], acted: list[bool]) -> Batch:
@@ -180,7 +181,7 @@ def rollouts() -> tuple[ActorCritic, RumadRouter, list[EpisodeResult]]:
 def collect_setup(params: RumadRouter, **ppo: Any) -> TrainSetup:
     cfg = PPOConfig(epochs=1, minibatches=1, **ppo)
     setup = SimpleNamespace(
-        rewards=RewardWeights(), method=SimpleNamespace(router=params), cfg=SimpleNamespace(ppo=cfg)
+        rewards=RewardWeights(), method=SimpleNamespace(router=params), section={"ppo": cfg}.get
     )
     return cast(TrainSetup, setup)
 

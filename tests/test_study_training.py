@@ -18,6 +18,7 @@ from sweep.study.config import load_study
 from sweep.study.storage import open_storage
 from sweep.study.training import TrainSpec, should_prune
 from sweep.tracking.tracker import read_runs
+from sweep.train.pg_config import PGConfig
 from tests.conftest import RayHead
 
 BASE: dict[str, Any] = {
@@ -202,7 +203,7 @@ def test_a_cpp_space_splits_into_reward_pg_and_router_arguments(tmp_path: Path) 
     trial = setup.training.with_params(
         {"k": -0.5, "gamma": 0.7, "lr": 1e-3, "threshold": 0.6}, str(tmp_path / "t")
     )
-    assert trial.rewards.k == -0.5 and trial.rewards.gamma == 0.7 and trial.cfg.pg.lr == 1e-3
+    assert trial.rewards.k == -0.5 and trial.rewards.gamma == 0.7 and trial.section("pg", PGConfig).lr == 1e-3
     assert trial.cfg.method.args == {"threshold": 0.6}
     bad = {**CPP_SPACE, "params": {"entropy_decay": {"type": "float", "low": 0.5, "high": 1.5}}}
     with pytest.raises(ConfigError, match="pg refuses 1.5"):

@@ -289,7 +289,8 @@ def test_sweep_run_evaluates_a_checkpoint_with_the_same_episodes_twice(
 
 
 def test_a_tracking_mapping_without_an_experiment_still_logs_with_the_trainings() -> None:
-    from sweep.train.config import TrainConfig
+    from sweep.train.config import config_class
 
-    assert TrainConfig(sweep="x", tracking={"enabled": True}).tracking.experiment == "debate-sweep-training"
-    assert TrainConfig(sweep="x", tracking={"experiment": "mine"}).tracking.experiment == "mine"
+    config = config_class()
+    assert config(sweep="x", tracking={"enabled": True}).tracking.experiment == "debate-sweep-training"
+    assert config(sweep="x", tracking={"experiment": "mine"}).tracking.experiment == "mine"

@@ -14,6 +14,8 @@ from sweep.cli import main
 from sweep.config.sweep import ConfigError
 from sweep.study.training import TrainSpec
 from sweep.train.config import load_train
+from sweep.train.pg_config import CppPolicyConfig, PGConfig
+from sweep.train.ppo_config import PolicyConfig, PPOConfig
 from tests.conftest import ROOT
 
 RUMAD = ROOT / "examples" / "train_rumad_simulated.yaml"
@@ -185,20 +187,25 @@ def test_edge_values_are_accepted(tmp_path: Path) -> None:
         "checkpoint_every=1000000",
     ]
     cfg = load_train(RUMAD, sets, out=str(tmp_path / "out")).cfg
-    assert (cfg.ppo.seed, cfg.pg.seed, cfg.ppo.minibatches, cfg.policy.hidden) == (top, top, 64, 65536)
-    assert (
-        cfg.ppo.lr == 3e-4
-        and cfg.eval_every == 0
-        and len(cfg.name) == 100
-        and cfg.reward["token_scale"] == 1e9
+    ppo, pg, policy = (
+        cfg.section("ppo", PPOConfig),
+        cfg.section("pg", PGConfig),
+        cfg.section("policy", PolicyConfig),
     )
-    assert load_train(RUMAD, ["ppo.seed=0"], out=str(tmp_path / "out")).cfg.ppo.seed == 0
+    assert (ppo.seed, pg.seed, ppo.minibatches, policy.hidden) == (top, top, 64, 65536)
+    assert (
+        ppo.lr == 3e-4 and cfg.eval_every == 0 and len(cfg.name) == 100 and cfg.reward["token_scale"] == 1e9
+    )
+    assert (
+        load_train(RUMAD, ["ppo.seed=0"], out=str(tmp_path / "out")).cfg.section("ppo", PPOConfig).seed == 0
+    )
     cpp = load_train(
         CPP,
         ["pg.seed=0", "pg.first_stage_updates=0", "cpp.behaviour_items=10000", "cpp.hidden=65536"],
         out=str(tmp_path / "out"),
     ).cfg
-    assert (cpp.pg.seed, cpp.pg.first_stage_updates, cpp.cpp.behaviour_items, cpp.cpp.hidden) == (
+    pg, net = cpp.section("pg", PGConfig), cpp.section("cpp", CppPolicyConfig)
+    assert (pg.seed, pg.first_stage_updates, net.behaviour_items, net.hidden) == (
         0,
         0,
         10000,

@@ -6,40 +6,63 @@ equal to the networks' own `state_dict()` shapes, so a change to a network canno
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from common.registry import Registry
 from debate.policies.arch import PolicyArch
 from debate.policies.pruning import KIND as PRUNING
 from debate.policies.pruning import PruningArch
 
 # What `sweep train` writes (float32) and what a network may be loaded from without loss or surprise.
 DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
-_SIZES = {
-    "rumad": ("hidden", "horizon", "agent_features", "global_features"),
-    PRUNING: ("n_agents", "dim", "hidden"),
-}
+
+
+@dataclass(frozen=True)
+class Network:
+    """A kind of policy network as its checkpoints are checked: the architecture's sizes (whole
+    numbers >= 1) and its parameters' shapes from the architecture (TypeError or ValueError when
+    the mapping is no architecture of this kind)."""
+
+    sizes: tuple[str, ...]
+    shapes: Callable[[dict[str, Any]], dict[str, tuple[int, ...]]]
+
+
+def _of_policy(d: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    return _actor_critic(PolicyArch.from_dict(d))
+
+
+def _of_pruning(d: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    return _pruning(PruningArch.from_dict(d))
+
+
+# By the method whose policy it is: an architecture's `kind` names it; one without (RUMAD's) is "rumad".
+NETWORKS: Registry[Network] = Registry("policy network")
+NETWORKS["rumad"] = Network(("hidden", "horizon", "agent_features", "global_features"), _of_policy)
+NETWORKS[PRUNING] = Network(("n_agents", "dim", "hidden"), _of_pruning)
 
 
 def kind_of(arch: Mapping[str, Any]) -> str:
-    """The method whose network `arch` describes: "cpp" (a pruning network) or "rumad" (an actor-critic)."""
-    return PRUNING if arch.get("kind") == PRUNING else "rumad"
+    """The method whose network `arch` describes: its `kind` where a network of that kind is
+    registered ("cpp": a pruning network), else "rumad" (an actor-critic)."""
+    kind = arch.get("kind")
+    return kind if isinstance(kind, str) and kind in NETWORKS else "rumad"
 
 
 def expected(arch: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
     """Parameter name -> shape of the network `arch` describes; ValueError naming what is wrong when
     `arch` is no architecture a policy has (an unknown key, a size that is not a whole number)."""
     kind = kind_of(arch)
-    for key in _SIZES[kind]:
+    network = NETWORKS[kind]
+    for key in network.sizes:
         value = arch.get(key)
         if key in arch and (type(value) is not int or value < 1):
             raise ValueError(f"architecture field '{key}' is {value!r}, not a whole number >= 1")
     try:
-        if kind == PRUNING:
-            return _pruning(PruningArch.from_dict(dict(arch)))
-        return _actor_critic(PolicyArch.from_dict(dict(arch)))
+        return network.shapes(dict(arch))
     except (TypeError, ValueError) as e:  # an unknown or missing key, a bad head name
         raise ValueError(f"not a {kind} policy's architecture ({e})") from None
 

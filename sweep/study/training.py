@@ -29,9 +29,9 @@ from debate.spec import stable_hash
 from search_spaces import SearchSpace, SpaceError
 from sweep.config.sweep import ConfigError, SweepConfig
 from sweep.study.spaces import check_method
-from sweep.train.algorithms import TUNED
-from sweep.train.config import REWARD_KEYS, REWARDS, TrainSetup, load_train, reward_keys
+from sweep.train.config import TrainSetup, load_train
 from sweep.train.limits import StrictBool, Updates
+from sweep.train.trainers import TRAINERS
 
 if TYPE_CHECKING:  # optuna is imported where a study runs: `sweep run` must not need it
     from optuna.trial import Trial
@@ -82,17 +82,17 @@ def load_training(
             raise ConfigError(
                 f"train.config: model '{m}' is not the study's; train and evaluate on the same models (one engine pool)"
             )
-    rk, pk = reward_keys(method), setup.trainer.tuned
+    trainer = setup.trainer
+    rk, pk = trainer.reward_keys(), trainer.tuned
     for p in space.params:
         if p.name not in rk and p.name not in pk:
             continue
+        check = trainer.reward if p.name in rk else trainer.own
         for value in p.extremes():
             try:
-                REWARDS[method](**{p.name: value}) if p.name in rk else setup.trainer.hparams(
-                    **{p.name: value}
-                )
+                check(**{p.name: value})
             except (ValueError, TypeError) as e:
-                what = "the reward" if p.name in rk else "pg"
+                what = "the reward" if p.name in rk else trainer.name
                 raise ConfigError(
                     f"{space.source}: params.{p.name}: {what} refuses {value!r} ({one(e)}); narrow the range"
                 ) from None
@@ -112,11 +112,10 @@ def trial_training(training: TrainSetup, out: Path, params: dict[str, Any]) -> T
     return training.with_params(params, str(where))
 
 
-TRAINING_KEYS = {
-    *REWARD_KEYS,
-    *reward_keys("cpp"),
-    *TUNED,
-}  # what trained methods' spaces tune besides the router
+def training_keys() -> set[str]:
+    """What trained methods' spaces tune besides the router: every registered trainer's reward
+    coefficients and the keys of its own section it lets a study tune."""
+    return {k for t in TRAINERS.values() for k in (*t.reward_keys(), *t.tuned)}
 
 
 def one(e: Exception) -> str:
@@ -125,7 +124,8 @@ def one(e: Exception) -> str:
 
 def router_args(params: dict[str, Any]) -> dict[str, Any]:
     """The params that are the router's arguments (not reward weights or training hyperparameters)."""
-    return {k: v for k, v in params.items() if k not in TRAINING_KEYS}
+    keys = training_keys()
+    return {k: v for k, v in params.items() if k not in keys}
 
 
 def should_prune(spec: TrainSpec, curve: list[float], finished: list[list[float]]) -> bool:

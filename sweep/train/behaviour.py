@@ -21,6 +21,7 @@ from debate.routers.cpp import response_text
 from debate.state import next_view
 from sweep.config.sweep import ConfigError
 from sweep.train.config import TrainSetup
+from sweep.train.pg_config import CppPolicyConfig
 
 
 def seats(setup: TrainSetup, agents: Mapping[str, Agent]) -> list[Agent]:
@@ -36,7 +37,7 @@ async def behaviour(
     setup: TrainSetup, agents: Mapping[str, Agent]
 ) -> tuple[np.ndarray, tuple[tuple[int, ...], ...]]:
     """(initial behaviour embeddings (n, dim), each seat's validation output lengths)."""
-    cfg, ds = setup.cfg.cpp, setup.base.datasets[0]
+    cfg, ds = setup.section("cpp", CppPolicyConfig), setup.base.datasets[0]
     split = cfg.behaviour_split or ds.split
     try:
         samples = load_benchmark(ds.name, split, cfg.behaviour_items, cfg.behaviour_offset, ds.seed, ds.path)

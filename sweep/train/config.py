@@ -1,43 +1,43 @@
 """The training config: which base sweep to draw rollouts from (models, team, training datasets,
-rounds, concurrency), the trained router's fixed arguments, the policy network, the reward weights and
-the algorithm's hyperparameters. Two algorithms, chosen by `algorithm` (default: the method's own):
-`ppo` for RUMAD (`ppo:`, `policy:`; RUMAD Table 6 by default) and `pg` for CPP (`pg:`, `cpp:`; the
-on-policy policy gradient of CPP §3.2). Validated in full before anything starts; every error is one
-`ConfigError` line naming the field and the fix."""
+rounds, concurrency), the trained router's fixed arguments, the reward weights, and the sections of
+the trainers' table (`sweep.train.trainers`): each learned method's trainer names its own sections
+and their classes — RUMAD's PPO `ppo:` and `policy:` (RUMAD Table 6 by default), CPP's policy gradient
+`pg:` and `cpp:` (CPP §3.2). The method picks its trainer (`algorithm`, if given, must name it).
+Validated in full before anything starts; every error is one `ConfigError` line naming the field
+and the fix."""
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast, overload
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
-from debate.cpp_reward import CppReward
 from debate.methods import Method, build_method
-from debate.rewards import RewardWeights
 from debate.spec import closest, stable_hash
 from sweep.config import paths
 from sweep.config.errors import model_or_error, validation_line
 from sweep.config.sweep import ConfigError, SweepConfig, Tracking, apply_override, read_yaml, validate
 from sweep.train import limits as lim
-from sweep.train.algorithms import ALGORITHMS, SECTIONS, Algorithm
-from sweep.train.hparams import CppPolicyConfig as CppPolicyConfig  # re-exported
-from sweep.train.hparams import PGConfig as PGConfig  # re-exported
-from sweep.train.hparams import PolicyConfig as PolicyConfig  # re-exported
-from sweep.train.hparams import PPOConfig as PPOConfig  # re-exported
+from sweep.train.trainers import TRAINERS, OwnSection, Trainer, all_sections
 
-TRAINABLE = ("rumad", "cpp")  # routers with a learned policy this trainer can update
-ALGORITHM = {"rumad": "ppo", "cpp": "pg"}  # each method's algorithm (the only one it trains with)
-REWARDS: dict[str, type] = {"rumad": RewardWeights, "cpp": CppReward}
-REWARD_KEYS = [f.name for f in dataclasses.fields(RewardWeights)]
-
-
-def reward_keys(method: str) -> list[str]:
-    """The reward coefficients of a trainable method."""
-    return [f.name for f in dataclasses.fields(REWARDS.get(method, RewardWeights))]
+S = TypeVar("S", bound=BaseModel)
+# the config's own keys a training's fingerprint leaves out unless its trainer keeps them (`fingerprinted`)
+OPTIONAL_IN_FINGERPRINT = frozenset({"algorithm"})
+# where a training writes and how it is evaluated: never its course (its fingerprint leaves them out)
+NOT_FINGERPRINTED = frozenset({"name", "output_dir", "tracking", "checkpoint_every", "sweep", "overrides"})
+NOT_FINGERPRINTED |= {"eval_every", "eval_episodes"}
 
 
 class _Strict(BaseModel):
@@ -50,17 +50,16 @@ class MethodSpec(_Strict):
 
 
 class TrainConfig(_Strict):
+    """The keys every training has. The trainers' sections are fields of `config_class()`, the
+    subclass a config is validated with (one field per registered trainer's section)."""
+
     name: lim.RunName = "train"  # the MLflow run's name: 1-100 characters, a plain path component
     output_dir: str = "runs/train"  # checkpoints/, policy.npz, mlflow.db, the call cache (see _validated)
     sweep: str  # the base sweep YAML (relative to this file): models, agents, datasets, rounds
     overrides: list[str] = Field(default_factory=list)  # `key=value` applied to the base sweep
     method: MethodSpec = MethodSpec()  # the trained router and its fixed arguments (thresholds, budget)
-    policy: PolicyConfig = PolicyConfig()
-    reward: dict[str, lim.RewardValue] = Field(default_factory=dict)  # RewardWeights fields; unset: Table 5
-    ppo: PPOConfig = PPOConfig()
-    algorithm: str | None = None  # ppo | pg; None: the method's (rumad: ppo, cpp: pg)
-    pg: PGConfig = PGConfig()
-    cpp: CppPolicyConfig = CppPolicyConfig()
+    reward: dict[str, lim.RewardValue] = Field(default_factory=dict)  # its trainer's reward; unset: defaults
+    algorithm: str | None = None  # None: the method's trainer's (rumad: ppo, cpp: pg); else it must be that
     checkpoint_every: lim.Every = 10  # a kept copy every k <= 1e6 updates (the latest is kept always)
     eval_every: lim.EveryOrNever = 10  # evaluate the policy's mean every k <= 1e6 updates (0: never)
     eval_episodes: lim.Episodes = 64  # on this many (<= 1e5) fixed training items and seeds; the best is kept
@@ -78,36 +77,63 @@ class TrainConfig(_Strict):
         # `tracking: {enabled: true}` still logs with the trainings, not into the sweeps' experiment
         return {"experiment": "debate-sweep-training", **v} if isinstance(v, dict) else v
 
+    @overload
+    def section(self, key: str) -> BaseModel: ...
+    @overload
+    def section(self, key: str, kind: type[S]) -> S: ...
+    def section(self, key: str, kind: type[BaseModel] = BaseModel) -> BaseModel:
+        """The validated section `key` of a registered trainer (`ppo`, `policy`, `pg`, `cpp`, ...),
+        checked to be a `kind`."""
+        value = getattr(self, key, None) if key in all_sections() else None
+        if not isinstance(value, kind):
+            raise KeyError(f"no trainer section '{key}' of type {kind.__name__} in this config")
+        return value
+
     @model_validator(mode="after")
     def _trainable(self) -> TrainConfig:
-        if self.method.name not in TRAINABLE:
+        trainer = TRAINERS.get(self.method.name)
+        if trainer is None:
             raise ValueError(
-                f"method: '{self.method.name}' has no trainable policy; trainable: {', '.join(TRAINABLE)}"
+                f"method: '{self.method.name}' has no trainable policy; trainable: {', '.join(TRAINERS.names())}"
             )
-        if self.algorithm is not None and self.algorithm != ALGORITHM[self.method.name]:
+        if not trainer.sections.keys() <= type(self).model_fields.keys():
+            raise TypeError("TrainConfig lacks the trainers' sections: validate with config_class()")
+        if self.algorithm is not None and self.algorithm != trainer.name:
+            pairs = ", ".join(f"{TRAINERS[m].name}: {m}" for m in TRAINERS.names())
             raise ValueError(
                 f"algorithm: '{self.algorithm}' does not train {self.method.name}; it trains with "
-                f"'{ALGORITHM[self.method.name]}' (ppo: rumad, pg: cpp)"
+                f"'{trainer.name}' ({pairs})"
             )
-        known = reward_keys(self.method.name)
+        known = trainer.reward_keys()
         for key in self.reward:
             if key not in known:
                 raise ValueError(
                     f"reward: unknown reward weight '{key}'{closest(key, known)}; known: {', '.join(known)}"
                 )
-        REWARDS[self.method.name](**self.reward)  # ranges
-        if self.ppo.minibatches > self.ppo.episodes_per_update:
-            raise ValueError(
-                f"ppo.minibatches: {self.ppo.minibatches} is more than ppo.episodes_per_update "
-                f"({self.ppo.episodes_per_update}); lower ppo.minibatches or raise ppo.episodes_per_update"
-            )
+        trainer.reward(**self.reward)  # ranges
+        if trainer.check is not None:
+            trainer.check(self)
         fixed = {"checkpoint", "init_seed"} & set(self.method.args)
         if fixed:
             raise ValueError(
-                f"method.args.{sorted(fixed)[0]}: training starts from a fresh network seeded by ppo.seed "
-                "(pg.seed for CPP); remove it"
+                f"method.args.{sorted(fixed)[0]}: training starts from a fresh network seeded by "
+                f"{trainer.name}.seed; remove it"
             )
         return self
+
+
+@functools.cache
+def _with(sections: tuple[tuple[str, type[BaseModel]], ...]) -> type[TrainConfig]:
+    clash = [key for key, _ in sections if key in TrainConfig.model_fields]
+    if clash:
+        raise TypeError(f"trainer section '{clash[0]}' is a key of every training config; rename it")
+    fields: dict[str, Any] = {key: (cls, Field(default_factory=cls)) for key, cls in sections}
+    return create_model("TrainConfig", __base__=TrainConfig, __module__=__name__, **fields)
+
+
+def config_class() -> type[TrainConfig]:
+    """`TrainConfig` with a field per registered trainer's section (its class; defaults when absent)."""
+    return _with(tuple(all_sections().items()))
 
 
 @dataclass(frozen=True)
@@ -127,63 +153,64 @@ class TrainSetup:
         return build_method(self.cfg.method.name, self.cfg.method.args)
 
     @property
-    def rewards(self) -> Any:
-        """The reward coefficients: `RewardWeights` (rumad) or `CppReward` (cpp)."""
-        return REWARDS[self.cfg.method.name](**self.cfg.reward)
+    def trainer(self) -> Trainer:
+        """The method's trainer, from the table (`sweep.train.trainers`)."""
+        return TRAINERS[self.cfg.method.name]
 
     @property
     def algorithm(self) -> str:
-        return self.cfg.algorithm or ALGORITHM[self.cfg.method.name]
+        return self.trainer.name
 
     @property
-    def trainer(self) -> Algorithm:
-        """The training's algorithm, from the table (`sweep.train.algorithms`)."""
-        return ALGORITHMS[self.algorithm]
+    def rewards(self) -> Any:
+        """The reward coefficients: the trainer's reward class (`RewardWeights`, `CppReward`)."""
+        return self.trainer.reward(**self.cfg.reward)
+
+    @overload
+    def section(self, key: str) -> BaseModel: ...
+    @overload
+    def section(self, key: str, kind: type[S]) -> S: ...
+    def section(self, key: str, kind: type[BaseModel] = BaseModel) -> BaseModel:
+        """The config's section `key` (`TrainConfig.section`)."""
+        return self.cfg.section(key, kind)
 
     @property
-    def hparams(self) -> PPOConfig | PGConfig:
-        """The algorithm's own section (`ppo:` or `pg:`)."""
-        section = getattr(self.cfg, self.trainer.name)  # each algorithm's section is keyed by its name
-        assert isinstance(section, PPOConfig | PGConfig)
-        return section
+    def hparams(self) -> OwnSection:
+        """The trainer's own section (`ppo:`, `pg:`), keyed by its algorithm's name."""
+        return cast(OwnSection, self.cfg.section(self.trainer.name))  # `Trainer` checked its fields
 
     @property
     def updates(self) -> int:
-        """The updates a finished training has made (its algorithm's `updates`)."""
+        """The updates a finished training has made (its trainer's `updates`)."""
         return self.hparams.updates
 
     @property
     def seed(self) -> int:
-        """The seed of the training's own algorithm (`ppo.seed` or `pg.seed`): the network's
+        """The seed of the training's own trainer (`ppo.seed`, `pg.seed`): the network's
         initialisation and every draw, the rollouts' engine seeds included. Its section is in the
         fingerprint, so a resume with another seed is refused."""
         return self.hparams.seed
 
     def fingerprint(self) -> str:
-        """What decides the training's course; a resumed training must match it. `ppo.updates` is left
-        out, so a finished training can be extended by raising it (and how often it is evaluated)."""
+        """What decides the training's course; a resumed training must match it. Its own section's
+        `updates` is left out, so a finished training can be extended by raising it (and how often
+        it is evaluated)."""
         base = self.base.model_dump(
             mode="json", exclude={"output_dir", "tracking", "ray", "concurrency", "cache", "name"}
         )
-        where = {
-            "name",
-            "output_dir",
-            "tracking",
-            "checkpoint_every",
-            "sweep",
-            "overrides",
-            "eval_every",
-            "eval_episodes",
-        }
-        # evaluations never change the training; the other algorithm's sections do not apply (a RUMAD
+        # evaluations never change the training; the other trainers' sections do not apply (a RUMAD
         # training's fingerprint is what it was before CPP's sections existed)
-        cfg = self.cfg.model_dump(mode="json", exclude=where | (SECTIONS - self.trainer.reads))
-        cfg[self.trainer.name].pop("updates")
+        trainer = self.trainer
+        others = (all_sections().keys() - trainer.sections.keys()) | (
+            OPTIONAL_IN_FINGERPRINT - set(trainer.fingerprinted)
+        )
+        cfg = self.cfg.model_dump(mode="json", exclude={*NOT_FINGERPRINTED, *others})
+        cfg[trainer.name].pop("updates")
         return stable_hash({"base": base, "train": cfg})
 
     def with_params(self, params: dict[str, Any], output_dir: str) -> TrainSetup:
         """This training with some reward weights and router arguments replaced (a study trial's)."""
-        rk, pk = reward_keys(self.cfg.method.name), self.trainer.tuned
+        rk, pk = self.trainer.reward_keys(), self.trainer.tuned
         reward = {**self.cfg.reward, **{k: v for k, v in params.items() if k in rk}}
         args = {**self.cfg.method.args, **{k: v for k, v in params.items() if k not in rk and k not in pk}}
         raw = self.cfg.model_dump(mode="json") | {"reward": reward, "output_dir": output_dir}
@@ -198,15 +225,14 @@ def _line(e: ValidationError) -> str:
     """The first validation error in one line; an unknown key's did-you-mean from its own section."""
 
     def keys_at(loc: Sequence[Any]) -> list[str]:
-        sections: dict[str, type[BaseModel]] = {"ppo": PPOConfig, "policy": PolicyConfig, "pg": PGConfig}
-        sections |= {"cpp": CppPolicyConfig, "tracking": Tracking, "method": MethodSpec}
-        return list(sections.get(str(loc[0]) if len(loc) > 1 else "", TrainConfig).model_fields)
+        sections: dict[str, type[BaseModel]] = {**all_sections(), "tracking": Tracking, "method": MethodSpec}
+        return list(sections.get(str(loc[0]) if len(loc) > 1 else "", config_class()).model_fields)
 
     return validation_line(e, keys_at, noun="training key")
 
 
 def _validated(raw: dict[str, Any]) -> TrainConfig:
-    cfg = model_or_error(TrainConfig, raw, _line)
+    cfg = model_or_error(config_class(), raw, _line)
     where = lim.training_dir(cfg.output_dir)  # before anything is written (`sweep train --validate` too)
     if cfg.tracking.uri is not None:
         paths.file_url(cfg.tracking.uri, "tracking.uri")  # as a sweep's: no system place, a file of its kind
@@ -222,7 +248,7 @@ def load_train(
     """Read and validate a training config and the base sweep it names. `sets` override training keys,
     `base_sets` are appended to its `overrides` of the base sweep, `out` replaces `output_dir`."""
     p = Path(path)
-    raw = read_yaml(p, "a training YAML, e.g. examples/train_rumad_simulated.yaml", "sweep, method, ppo")
+    raw = read_yaml(p, "a training YAML, e.g. examples/train_rumad_simulated.yaml", "sweep, method, reward")
     for item in sets or []:
         apply_override(raw, item)
     if out is not None:

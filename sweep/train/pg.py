@@ -43,6 +43,7 @@ from debate.trajectory import EpisodeResult
 from sweep.train import state
 from sweep.train.behaviour import behaviour
 from sweep.train.config import TrainSetup
+from sweep.train.pg_config import CppPolicyConfig, PGConfig
 from sweep.train.progress import TrainProgress
 from sweep.train.rollouts import rollout_tasks, run_rollouts, training_items
 from sweep.train.run import TrainOutcome
@@ -65,7 +66,7 @@ class Actions:
 
 def stage_k(setup: TrainSetup, update: int) -> float:
     """The keep reward's k of update `update` (1-based): the two-stage schedule."""
-    pg = setup.cfg.pg
+    pg = setup.section("pg", PGConfig)
     return pg.first_stage_k if update <= pg.first_stage_updates else float(setup.rewards.k)
 
 
@@ -119,7 +120,7 @@ def pg_update(
     net: PruningNet, optimizer: torch.optim.Optimizer, batch: Actions, setup: TrainSetup, ent_coef: float
 ) -> dict[str, float]:
     """One policy-gradient step on the batch (step 4 of the module docstring)."""
-    cfg = setup.cfg.pg
+    cfg = setup.section("pg", PGConfig)
     g = batch.returns
     if cfg.norm_returns and len(g) > 1:  # a baseline per (round, position): later slots gather fewer rewards
         sums = torch.zeros(int(batch.slots.max()) + 1).index_add_(0, batch.slots, g)
@@ -148,7 +149,8 @@ async def run(
     """CPP's policy-gradient program, from a fresh network or the last update's state
     (`sweep.train.run` sets up the tracker, console and progress and awaits it)."""
     torch.set_num_threads(1)
-    cfg, params = setup.cfg.pg, setup.method.router
+    cfg, params = setup.section("pg", PGConfig), setup.method.router
+    net_cfg = setup.section("cpp", CppPolicyConfig)
     assert isinstance(params, CppRouter)
     rng = np.random.default_rng([cfg.seed, 0xC99])
     history: list[dict[str, float]] = []
@@ -165,16 +167,14 @@ async def run(
         )
         console.print(f"resumed from update {resume.update} ({resume.policy_file})")
     else:  # 0. behaviour embeddings and output lengths from the validation questions
-        progress.say(
-            f"behaviour embeddings: each seat answers {setup.cfg.cpp.behaviour_items} validation items"
-        )
+        progress.say(f"behaviour embeddings: each seat answers {net_cfg.behaviour_items} validation items")
         progress.phase_start("behaviour embeddings", 0)
         embeddings, lengths = await behaviour(setup, agents)
         arch = PruningArch(
             len(lengths),
             embeddings.shape[1],
-            setup.cfg.cpp.hidden,
-            setup.cfg.cpp.encoder,
+            net_cfg.hidden,
+            net_cfg.encoder,
             tuple(setup.base.team()),
             lengths,
         )
@@ -238,7 +238,7 @@ async def evaluate(
     the same at every evaluation, scored under the final reward (`reward.k`, whatever the stage), so
     evaluations compare across the schedule and the best one (by eval.return) is kept."""
     router = CppPolicyRouter(setup.method.router, Pruner(net, f"eval-u{update}"), sample=False)  # type: ignore[arg-type]
-    fixed = np.random.default_rng([setup.cfg.pg.seed, 0xE7A1])
+    fixed = np.random.default_rng([setup.seed, 0xE7A1])
     tasks = rollout_tasks(setup, items, router, "eval", setup.cfg.eval_episodes, fixed)  # type: ignore[arg-type]
     got = collect(
         await run_rollouts(tasks, agents, setup.base.concurrency, on_progress), setup.rewards

@@ -34,6 +34,7 @@ from debate.policies.controller import Controller, one_thread
 from debate.routers.rumad import PolicyRouter
 from sweep.train import state
 from sweep.train.config import TrainSetup
+from sweep.train.ppo_config import PolicyConfig, PPOConfig
 from sweep.train.progress import TrainProgress
 from sweep.train.rollouts import Batch, collect, rollout_tasks, run_rollouts, training_items
 from sweep.train.run import TrainOutcome
@@ -62,7 +63,7 @@ def ppo_update(
     rng: np.random.Generator,
 ) -> dict[str, float]:
     """Clipped PPO epochs over the batch; returns the losses, approx-KL and clip fraction."""
-    cfg = setup.cfg.ppo
+    cfg = setup.section("ppo", PPOConfig)
     values = batch.values.numpy().astype(np.float64)
     advantages = torch.tensor(
         gae(batch.rewards, values, batch.ends, cfg.gamma, cfg.gae_lambda), dtype=torch.float32
@@ -128,10 +129,8 @@ async def run(
     """RUMAD's PPO program, from a fresh network or the last update's state (`sweep.train.run` sets
     up the tracker, console and progress and awaits it)."""
     one_thread()
-    cfg = setup.cfg.ppo
-    arch = PolicyArch(
-        setup.cfg.policy.hidden, setup.cfg.policy.head, setup.cfg.policy.log_std_init, setup.base.rounds
-    )
+    cfg, policy = setup.section("ppo", PPOConfig), setup.section("policy", PolicyConfig)
+    arch = PolicyArch(policy.hidden, policy.head, policy.log_std_init, setup.base.rounds)
     module = build(arch, cfg.seed)
     optimizer = torch.optim.Adam(module.parameters(), lr=cfg.lr, eps=1e-5)
     rng = np.random.default_rng([cfg.seed, 0x7E])
@@ -206,7 +205,7 @@ async def evaluate(
 ) -> dict[str, float]:
     """The policy's mean on `eval_episodes` training items and seeds, the same at every evaluation."""
     router = PolicyRouter(setup.method.router, Controller(module, f"eval-u{update}"), sample=False)  # type: ignore[arg-type]
-    fixed = np.random.default_rng([setup.cfg.ppo.seed, 0xE7A1])
+    fixed = np.random.default_rng([setup.seed, 0xE7A1])
     tasks = rollout_tasks(setup, items, router, "eval", setup.cfg.eval_episodes, fixed)
     got = collect(setup, await run_rollouts(tasks, agents, setup.base.concurrency, on_progress)).metrics
     keys = (

@@ -1,6 +1,6 @@
 """The one way into a training, whatever its algorithm: `train` (blocking) and `train_async` (inside
 a running event loop: a study's trial) set up the tracker, the console and the progress lines, then
-await the algorithm's program from the table (`sweep.train.algorithms`: its module's `run`)."""
+await the trainer's program from the table (`sweep.train.trainers`: its module's `run`)."""
 
 from __future__ import annotations
 

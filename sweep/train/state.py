@@ -181,8 +181,8 @@ def load(setup: TrainSetup) -> Resume | None:
     check_state(path, state)
     if state["fingerprint"] != setup.fingerprint():
         raise ConfigError(
-            f"{path}: a training of another config (base sweep, method, policy, reward, ppo or pg); use a new "
-            f"output_dir, or move {checkpoint_dir(setup.out)} aside to start over"
+            f"{path}: a training of another config (base sweep, method, reward or {' or '.join(setup.trainer.sections)}); "
+            f"use a new output_dir, or move {checkpoint_dir(setup.out)} aside to start over"
         )
     return Resume(**{f.name: state[f.name] for f in dataclasses.fields(Resume)})
 
