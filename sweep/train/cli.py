@@ -15,6 +15,7 @@ import yaml
 from rich.console import Console
 
 from sweep import interrupt
+from sweep.config.flags import add_engine_flags, add_overrides
 from sweep.config.sweep import ConfigError
 from sweep.store.repair import is_disk_full
 from sweep.store.targets import own_dir, replace_file, unwritable
@@ -29,28 +30,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "train", help="train a router's policy (RUMAD: PPO; CPP: policy gradient) on debate rollouts"
     )
     s.add_argument("config", help="training YAML, e.g. examples/train_rumad_simulated.yaml")
-    s.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a training key, e.g. --set ppo.updates=50 --set reward.alpha_sparsity=0",
-    )
-    s.add_argument(
-        "--base-set",
-        dest="base_overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a key of the base sweep, e.g. --base-set datasets.0.limit=50",
-    )
+    add_overrides(s, "a training key", "--set ppo.updates=50 --set reward.alpha_sparsity=0", base=True)
     s.add_argument("--out", help="output dir (overrides output_dir)")
-    s.add_argument("--address", help="Ray cluster address (default: RAY_ADDRESS, else a local Ray)")
-    s.add_argument(
-        "--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI, else sqlite in --out)"
-    )
-    s.add_argument("--no-tracking", action="store_true", help="skip MLflow")
+    add_engine_flags(s)
     s.add_argument("--validate", action="store_true", help="check the training config; run nothing")
     return s
 

@@ -239,7 +239,7 @@ async def evaluate(
     evaluations compare across the schedule and the best one (by eval.return) is kept."""
     router = CppPolicyRouter(setup.method.router, Pruner(net, f"eval-u{update}"), sample=False)  # type: ignore[arg-type]
     fixed = np.random.default_rng([setup.seed, 0xE7A1])
-    tasks = rollout_tasks(setup, items, router, "eval", setup.cfg.eval_episodes, fixed)  # type: ignore[arg-type]
+    tasks = rollout_tasks(setup, items, router, "eval", setup.cfg.eval_episodes, fixed)
     got = collect(
         await run_rollouts(tasks, agents, setup.base.concurrency, on_progress), setup.rewards
     ).metrics

@@ -14,7 +14,7 @@ import torch
 from debate.episode import Agent
 from debate.policies.observation import Observation
 from debate.rewards import TERMS, reward_terms, step_rewards
-from debate.routers.rumad import PolicyRouter
+from debate.routers.base import Router
 from debate.spec import derive_seed, stable_hash
 from debate.trajectory import EpisodeResult
 from sweep.run.plan import EpisodeTask, Group, build_plan
@@ -57,7 +57,7 @@ def training_items(setup: TrainSetup) -> list[tuple[Group, Any]]:
 def rollout_tasks(
     setup: TrainSetup,
     items: list[tuple[Group, Any]],
-    router: PolicyRouter,
+    router: Router,
     tag: Any,
     size: int,
     rng: np.random.Generator,
