@@ -23,6 +23,8 @@ checkpoints. Simulated agents: not a claim about LLMs.
 
     .venv/bin/python bench/cpp_vs_full.py                       # 5 seeds, 80 updates each
     .venv/bin/python bench/cpp_vs_full.py --seeds 2 --updates 10 --items 50   # a quick look
+    .venv/bin/python bench/cpp_vs_full.py --protocol bench/protocols/NAME.yaml --out runs/NAME
+                                                # seeds, items, training, targets: bench/protocols/README.md
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import math
 import multiprocessing
 import statistics
 import sys
@@ -45,6 +46,8 @@ from rich.console import Console
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from actors.registry import build_backend  # noqa: E402
+from bench import protocol_bench as protocol  # noqa: E402
+from bench.protocol import Protocol, exact_mcnemar  # noqa: E402
 from data.benchmarks.registry import load_benchmark  # noqa: E402
 from data.grading.graders import grader_for  # noqa: E402
 from debate.baselines import Consistency, matched_m, strongest  # noqa: E402
@@ -103,11 +106,8 @@ async def evaluate(method: Method, team: Sequence[Agent], items: Sequence[Any], 
 
 def mcnemar(a: list[Tally], b: list[Tally]) -> str:
     """Paired on (seed, item): discordant counts and the exact two-sided McNemar p-value."""
-    pairs = [(x.by_item[i], y.by_item[i]) for x, y in zip(a, b, strict=True) for i in x.by_item]
-    wins, losses = sum(p and not q for p, q in pairs), sum(q and not p for p, q in pairs)
-    n, k = wins + losses, min(wins, losses)
-    p_value = min(1.0, 2 * sum(math.comb(n, j) for j in range(k + 1)) / 2**n) if n else 1.0
-    return f"{wins} wins / {losses} losses over {len(pairs)} paired episodes, exact McNemar p = {p_value:.3g}"
+    wins, losses, pairs, p_value = exact_mcnemar(a, b)
+    return f"{wins} wins / {losses} losses over {pairs} paired episodes, exact McNemar p = {p_value:.3g}"
 
 
 def share(tallies: list[Tally], full: list[Tally]) -> float:
@@ -167,18 +167,22 @@ def plot(panels: dict[str, dict[str, list[Tally]]], path: Path) -> None:
 
 
 def setup_and_agents(
-    seed: int, updates: int, out: str, sets: list[str], adversarial: bool
+    seed: int, updates: int, out: str, sets: list[str], adversarial: bool, proto: Protocol | None = None
 ) -> tuple[Any, dict[str, Agent]]:
+    """One training's setup (under a protocol: its config, overrides and seed) and its agents."""
     extra = [
         f"overrides=[datasets.0.split=train, datasets.0.limit=1000, 'seeds=[0]', concurrency=64{', agents.1.adversarial=true' if adversarial else ''}]"
     ]
     tag = "adv" if adversarial else "vanilla"
-    setup = load_train(
+    own: tuple[Path, list[str], list[str]] = (
         CONFIG,
-        [V1_BASE, f"pg.seed={seed}", f"pg.updates={updates}", "tracking.enabled=false", *extra, *sets],
+        [V1_BASE, f"pg.seed={seed}", f"pg.updates={updates}", *extra, *sets],
         [],
-        f"{out}/{tag}-{seed}",
     )
+    config, keys, base = own if proto is None else proto.training(seed)
+    if proto is not None and adversarial:
+        base = [*base, "agents.1.adversarial=true"]
+    setup = load_train(config, ["tracking.enabled=false", *keys], base, f"{out}/{tag}-{seed}")
     specs = {m: setup.base.models[m] for m in set(setup.base.team())}
     agents = build_agents(
         specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None
@@ -186,9 +190,11 @@ def setup_and_agents(
     return setup, agents
 
 
-def train_seed(seed: int, updates: int, out: str, sets: list[str], adversarial: bool) -> Any:
+def train_seed(
+    seed: int, updates: int, out: str, sets: list[str], adversarial: bool, proto: Protocol | None = None
+) -> Any:
     """One training (resumes from its checkpoints); in a worker process."""
-    setup, agents = setup_and_agents(seed, updates, out, sets, adversarial)
+    setup, agents = setup_and_agents(seed, updates, out, sets, adversarial, proto)
     return train(setup, agents, console=Console(stderr=True, quiet=True))
 
 
@@ -204,9 +210,10 @@ def run_seed(
     agents: dict[str, Agent],
     truncate: list[float],
     notes: dict[str, list[Any]],
+    extra: Sequence[tuple[str, str, dict[str, Any]]] = (),
 ) -> dict[str, dict[str, Tally]]:
     """Every method on both teams under one seed; `policies`: CPP's best-evaluated and final policy,
-    Adv-CPP's best-evaluated policy."""
+    Adv-CPP's best-evaluated policy; `extra`: a protocol's baselines (label, method, args)."""
     policy, final, adv_policy = policies
     cpp = {"checkpoint": policy}
     out: dict[str, dict[str, Tally]] = {}
@@ -244,8 +251,24 @@ def run_seed(
             notes.setdefault(f"{name}: {label}: m" + ("" if pool == "fuse" else " (best model)"), []).append(
                 m if pool == "fuse" else f"{m} ({pool})"
             )
+        for label, method, margs in extra:
+            got[label] = ev(build_method(method, margs))
         out[name] = got
     return out
+
+
+def labels(truncate: list[float], extra: Sequence[str]) -> list[str]:
+    """The rows `run_seed` makes: the honest team's, then the adversarial team's as 'adversary: <row>'."""
+    qs = [f"q{q:g}" for q in truncate]
+
+    def rows(adv: bool) -> list[str]:
+        cpp = ["CPP", "CPP, final policy", *(f"CPP, truncated {q}" for q in qs)]
+        adv_cpp = ["Adv-CPP", *(f"Adv-CPP, truncated {q}" for q in qs)] if adv else []
+        fixed = [FULL, *(f"{FULL}, truncated {q}" for q in qs), "random pruning p=0.5", RANDOM_EQUAL, "vote"]
+        matched = [f"consistency {pool}, m matched to CPP truncated {qs[0]}" for pool in ("fuse", "best")]
+        return [*fixed, *cpp, *adv_cpp, *matched, *extra]
+
+    return [*rows(False), *(f"adversary: {r}" for r in rows(True))]
 
 
 def merge(per_seed: list[dict[str, Tally]]) -> dict[str, list[Tally]]:
@@ -259,15 +282,14 @@ def merge(per_seed: list[dict[str, Tally]]) -> dict[str, list[Tally]]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--updates", type=int, default=80)
-    parser.add_argument("--items", type=int, default=200, help="arith test items evaluated per seed")
+    parser.add_argument("--seeds", type=int, help="trainings per team, seeds 0..N-1 (default 5)")
+    parser.add_argument("--updates", type=int, help="policy-gradient updates per training (default 80)")
+    parser.add_argument("--items", type=int, help="arith test items evaluated per seed (default 200)")
     parser.add_argument(
         "--truncate",
         type=float,
         nargs="+",
-        default=[0.9, 0.75],
-        help="truncation quantiles (the first sets the matched cost)",
+        help="truncation quantiles (the first sets the matched cost; default 0.9 0.75)",
     )
     parser.add_argument("--out", default=str(ROOT / "runs" / "bench_cpp"), help="trainings (resumable)")
     parser.add_argument("--png", default=str(ROOT / "bench" / "cpp_pareto.png"))
@@ -275,24 +297,40 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--set", dest="sets", action="append", default=[], help="a training key, e.g. reward.k=0.5"
     )
     parser.add_argument("--jobs", type=int, default=2, help="trainings in parallel processes")
+    parser.add_argument("--protocol", help="a pre-registered protocol (bench/protocols/README.md)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    items = load_benchmark("arith", "test", limit=args.items, seed=0)
-    jobs = [(s, args.updates, args.out, args.sets, adv) for adv in (False, True) for s in range(args.seeds)]
+    with protocol.one_line():
+        proto = protocol.from_flags(
+            args, "cpp", "arith", seeds=5, updates=80, items=200, truncate=[0.9, 0.75]
+        )
+    seeds = proto.train_seeds if proto else list(range(args.seeds))
+    test_seeds = proto.test_seeds if proto else seeds  # each training's evaluation seed
+    split, shuffle = (proto.test.split, proto.test.shuffle_seed) if proto else ("test", 0)
+    items = load_benchmark("arith", split, limit=args.items, seed=shuffle)
+    extra = proto.baseline_rows() if proto else []
+    jobs = [(s, args.updates, args.out, args.sets, adv, proto) for adv in (False, True) for s in seeds]
+    if proto:
+        with protocol.one_line():
+            setups = [setup_and_agents(*job)[0] for job in jobs]
+            rows = labels(args.truncate, [label for label, _, _ in extra])
+            protocol.begin(
+                args.protocol, proto, args.out, setups, items, rows, ("accuracy", "cost"), 2, args.updates
+            )
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         outcomes = list(pool.map(train_seed, *zip(*jobs, strict=True)))
     print(f"trained {len(jobs)} policies ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
     vanilla, adversarial, notes = [], [], {}
-    for seed in range(args.seeds):
-        _, agents = setup_and_agents(seed, args.updates, args.out, args.sets, False)
-        mine, adv = outcomes[seed], outcomes[args.seeds + seed]
+    for i, (seed, test_seed) in enumerate(zip(seeds, test_seeds, strict=True)):
+        _, agents = setup_and_agents(seed, args.updates, args.out, args.sets, False, proto)
+        mine, adv = outcomes[i], outcomes[len(seeds) + i]
         policies = (str(mine.best or mine.policy), str(mine.policy), str(adv.best or adv.policy))
-        got = run_seed(seed, policies, items, agents, args.truncate, notes)
+        got = run_seed(test_seed, policies, items, agents, args.truncate, notes, extra)
         vanilla.append(got["vanilla"])
         adversarial.append(got["adversarial"])
         print(f"seed {seed}: CPP {got['vanilla']['CPP'].accuracy:.3f}, Full-Debate {got['vanilla'][FULL].accuracy:.3f} "
               f"({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)  # fmt: skip
-    report(merge(vanilla), merge(adversarial), notes, args, time.perf_counter() - start)
+    report(merge(vanilla), merge(adversarial), notes, args, time.perf_counter() - start, proto)
 
 
 def report(
@@ -301,11 +339,15 @@ def report(
     notes: dict[str, list[Any]],
     args: Any,
     seconds: float,
+    proto: Protocol | None = None,
 ) -> None:
     q = f"q{args.truncate[0]:g}"
-    print(f"simulated team of examples/cpp_simulated.yaml (skills 0.75/0.60/0.45, prices in/out per M tokens 2.0/8.0, 0.4/1.6, "
-          f"0.1/0.4); CPP trained on arith train ({args.updates} updates x 64 episodes per seed, {' '.join(args.sets) or 'defaults'}); "
-          f"evaluated on arith test[:{args.items}] (shuffle seed 0), seeds 0..{args.seeds - 1}; {seconds:.0f} s\n")  # fmt: skip
+    if proto:
+        print(protocol.header(args.protocol, proto))
+    else:
+        print(f"simulated team of examples/cpp_simulated.yaml (skills 0.75/0.60/0.45, prices in/out per M tokens 2.0/8.0, 0.4/1.6, "
+              f"0.1/0.4); CPP trained on arith train ({args.updates} updates x 64 episodes per seed, {' '.join(args.sets) or 'defaults'}); "
+              f"evaluated on arith test[:{args.items}] (shuffle seed 0), seeds 0..{args.seeds - 1}; {seconds:.0f} s\n")  # fmt: skip
     print("### honest team\n")
     print(table(vanilla, args.items))
     print("\n### seat 1 (sim-mid) adversarial\n")
@@ -328,6 +370,10 @@ def report(
     print(f"- accuracy drop under the adversary, CPP (honest) -> Adv-CPP (adversarial): {drop:+.3f}")
     for key, values in notes.items():
         print(f"- {key} per seed: {', '.join(str(v) for v in values)}")
+    if proto:
+        rows = {**vanilla, **{f"adversary: {label}": v for label, v in adversarial.items()}}
+        with protocol.one_line():
+            print(f"\n{protocol.report(args.protocol, proto, args.out, rows)}")
     plot({"honest team": vanilla, "seat 1 adversarial": adversarial}, Path(args.png))
     print(f"\nPareto plot: {args.png}")
 

@@ -13,13 +13,14 @@ Simulated agents: not a claim about LLMs.
 
     .venv/bin/python bench/rumad_vs_clique.py                      # 5 seeds, 150 updates each
     .venv/bin/python bench/rumad_vs_clique.py --seeds 2 --updates 20 --items 100   # a quick look
+    .venv/bin/python bench/rumad_vs_clique.py --protocol bench/protocols/NAME.yaml --out runs/NAME
+                                                # seeds, items, training, targets: bench/protocols/README.md
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import multiprocessing
 import statistics
 import sys
@@ -35,6 +36,8 @@ from rich.console import Console
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from actors.registry import build_backend  # noqa: E402
+from bench import protocol_bench as protocol  # noqa: E402
+from bench.protocol import Protocol, exact_mcnemar  # noqa: E402
 from data.benchmarks.registry import load_benchmark  # noqa: E402
 from data.grading.graders import grader_for  # noqa: E402
 from debate.episode import Agent, run_episode  # noqa: E402
@@ -91,11 +94,8 @@ async def evaluate(method: Method, team: Sequence[Agent], items: Sequence[Any], 
 
 def mcnemar(a: list[Tally], b: list[Tally]) -> str:
     """Paired on (seed, item): discordant counts and the exact two-sided McNemar p-value."""
-    pairs = [(x.by_item[i], y.by_item[i]) for x, y in zip(a, b, strict=True) for i in x.by_item]
-    wins, losses = sum(p and not q for p, q in pairs), sum(q and not p for p, q in pairs)
-    n, k = wins + losses, min(wins, losses)
-    p_value = min(1.0, 2 * sum(math.comb(n, j) for j in range(k + 1)) / 2**n) if n else 1.0
-    return f"{wins} wins / {losses} losses over {len(pairs)} paired episodes, exact McNemar p = {p_value:.3g}"
+    wins, losses, pairs, p_value = exact_mcnemar(a, b)
+    return f"{wins} wins / {losses} losses over {pairs} paired episodes, exact McNemar p = {p_value:.3g}"
 
 
 def table(results: dict[str, list[Tally]], items: int) -> str:
@@ -138,6 +138,7 @@ def plot(histories: dict[int, list[dict[str, float]]], path: Path) -> None:
                 color = f"C{i}"
                 if r == 0:
                     ax.plot(u, v, lw=0.5, alpha=0.25, color=color)
+                if r == 0 and len(v) >= 10:  # fewer updates: no running mean (a shorter run's plot failed)
                     v = np.convolve(v, np.ones(10) / 10, mode="valid")
                     u = u[9:]
                 ax.plot(u, v, lw=1.2, color=color, label=f"seed {seed}", marker="o" if r else None, ms=2.5)
@@ -154,10 +155,17 @@ def plot(histories: dict[int, list[dict[str, float]]], path: Path) -> None:
     plt.close(fig)
 
 
-def setup_and_agents(seed: int, updates: int, out: str, sets: list[str]) -> tuple[Any, dict[str, Agent]]:
-    setup = load_train(
-        CONFIG, [V1_BASE, f"ppo.seed={seed}", f"ppo.updates={updates}", *sets], [], f"{out}/seed-{seed}"
+def setup_and_agents(
+    seed: int, updates: int, out: str, sets: list[str], proto: Protocol | None = None
+) -> tuple[Any, dict[str, Agent]]:
+    """One seed's training setup (under a protocol: its config, overrides and seed) and its agents."""
+    own: tuple[Path, list[str], list[str]] = (
+        CONFIG,
+        [V1_BASE, f"ppo.seed={seed}", f"ppo.updates={updates}", *sets],
+        [],
     )
+    config, keys, base = own if proto is None else proto.training(seed)
+    setup = load_train(config, keys, base, f"{out}/seed-{seed}")
     specs = {m: setup.base.models[m] for m in setup.base.team()}
     agents = build_agents(
         specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None
@@ -165,59 +173,75 @@ def setup_and_agents(seed: int, updates: int, out: str, sets: list[str]) -> tupl
     return setup, agents
 
 
-def train_seed(seed: int, updates: int, out: str, sets: list[str]) -> Any:
+def train_seed(seed: int, updates: int, out: str, sets: list[str], proto: Protocol | None = None) -> Any:
     """One seed's training (resumes from its checkpoints); in a worker process with --jobs."""
-    setup, agents = setup_and_agents(seed, updates, out, sets)
+    setup, agents = setup_and_agents(seed, updates, out, sets, proto)
     return train(setup, agents, console=Console(stderr=True, quiet=True))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--updates", type=int, default=150)
-    parser.add_argument("--items", type=int, default=300, help="rumad:test items evaluated per seed")
+    parser.add_argument("--seeds", type=int, help="trainings, seeds 0..N-1 (default 5)")
+    parser.add_argument("--updates", type=int, help="PPO updates per training (default 150)")
+    parser.add_argument("--items", type=int, help="rumad:test items evaluated per seed (default 300)")
     parser.add_argument("--out", default=str(ROOT / "runs" / "bench_rumad"), help="trainings (resumable)")
     parser.add_argument("--png", default=str(ROOT / "bench" / "rumad_training_curves.png"))
     parser.add_argument(
         "--set", dest="sets", action="append", default=[], help="a training key, e.g. reward.alpha_sparsity=0"
     )
     parser.add_argument("--jobs", type=int, default=1, help="trainings in parallel processes")
+    parser.add_argument("--protocol", help="a pre-registered protocol (bench/protocols/README.md)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    items = load_benchmark("mmlu", "rumad:test", limit=args.items, seed=0)
+    with protocol.one_line():
+        proto = protocol.from_flags(args, "rumad", "mmlu", seeds=5, updates=150, items=300)
+    seeds = proto.train_seeds if proto else list(range(args.seeds))
+    test_seeds = proto.test_seeds if proto else seeds  # each training's evaluation seed
+    split, shuffle = (proto.test.split, proto.test.shuffle_seed) if proto else ("rumad:test", 0)
+    items = load_benchmark("mmlu", split, limit=args.items, seed=shuffle)
+    baselines = [*BASELINES, *(proto.baseline_rows() if proto else [])]
     results: dict[str, list[Tally]] = {
         TRAINED: [],
         BEST: [],
-        **{label: [] for label, _, _ in BASELINES},
+        **{label: [] for label, _, _ in baselines},
         UNTRAINED: [],
     }
+    if proto:
+        with protocol.one_line():
+            setups = [setup_and_agents(s, args.updates, args.out, [], proto)[0] for s in seeds]
+            rows = [TRAINED, BEST, *(label for label, _, _ in baselines), UNTRAINED]
+            protocol.begin(
+                args.protocol, proto, args.out, setups, items, rows, ("accuracy", "tokens"), 6, args.updates
+            )
     histories: dict[int, list[dict[str, float]]] = {}
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         outcomes = list(
             pool.map(
                 train_seed,
-                *zip(*[(s, args.updates, args.out, args.sets) for s in range(args.seeds)], strict=True),
+                *zip(*[(s, args.updates, args.out, args.sets, proto) for s in seeds], strict=True),
             )
         )
-    print(f"trained {args.seeds} seeds ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
-    for seed, outcome in enumerate(outcomes):
-        setup, agents = setup_and_agents(seed, args.updates, args.out, args.sets)
+    print(f"trained {len(seeds)} seeds ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
+    for seed, test_seed, outcome in zip(seeds, test_seeds, outcomes, strict=True):
+        setup, agents = setup_and_agents(seed, args.updates, args.out, args.sets, proto)
         histories[seed] = outcome.history
         team = [agents[m] for m in setup.base.team()]
         router = dict(setup.cfg.method.args)
         methods = {
             TRAINED: build_method("rumad", {**router, "checkpoint": str(outcome.policy)}),
             BEST: build_method("rumad", {**router, "checkpoint": str(outcome.best or outcome.policy)}),
-            **{label: build_method(name, margs) for label, name, margs in BASELINES},
+            **{label: build_method(name, margs) for label, name, margs in baselines},
             UNTRAINED: build_method("rumad", {**router, "init_seed": seed}),
         }
         for label, method in methods.items():
-            results[label].append(asyncio.run(evaluate(method, team, items, seed)))
+            results[label].append(asyncio.run(evaluate(method, team, items, test_seed)))
         print(f"seed {seed}: trained accuracy {results[TRAINED][-1].accuracy:.3f}, clique {results['clique (MAD)'][-1].accuracy:.3f} "
               f"({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)  # fmt: skip
     plot(histories, Path(args.png))
     print(
-        f"simulated population (skills 0.8 0.7 0.6 0.5 0.4 0.3, calibration 0.85), 6 rounds; trained on mmlu rumad:dev "
+        protocol.header(args.protocol, proto)
+        if proto
+        else f"simulated population (skills 0.8 0.7 0.6 0.5 0.4 0.3, calibration 0.85), 6 rounds; trained on mmlu rumad:dev "
         f"({args.updates} PPO updates x 64 episodes per seed), evaluated on mmlu rumad:test[:{args.items}] (shuffle seed 0); "
         f"seeds 0..{args.seeds - 1}; {time.perf_counter() - start:.0f} s\n"
     )
@@ -226,6 +250,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     for mine in (TRAINED, BEST):
         for other in ("clique (MAD)", "random activation, B = 12", UNTRAINED):
             print(f"- {mine} vs {other}: {mcnemar(results[mine], results[other])}")
+    if proto:
+        with protocol.one_line():
+            print(f"\n{protocol.report(args.protocol, proto, args.out, results)}")
     print(f"\ntraining curves: {args.png}")
 
 

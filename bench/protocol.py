@@ -1,0 +1,296 @@
+"""A pre-registered protocol per learner (bench/protocols/README.md): `bench/protocols/<name>.yaml`
+names the population (and the digest its file must still have), the training, the test items, the
+training and test seeds (disjoint), the reward coefficients, the baselines run beside the learner and
+the declared targets. The ledger (`claim`) records the file's sha256 in a bench's results dir with the
+first results and refuses every later run on a changed file. Every problem is one `ConfigError` line
+naming the field and the fix. What a bench does with a protocol is in bench/protocol_bench.py."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import statistics
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+import actors.populations as populations
+from common.names import closest
+from debate.methods import build_method
+from sweep.config.errors import FIXES, ConfigError, model_or_error, validation_line
+from sweep.config.fields import NoBool, Seed
+from sweep.config.yaml_limits import read_yaml
+from sweep.train.config import ALGORITHM, reward_keys
+
+ROOT = Path(__file__).resolve().parents[1]
+LEDGER = "protocol.json"  # in a bench's results dir: the protocol file (by sha256) they were written under
+DOCS = "bench/protocols/README.md"
+Label = Annotated[str, Field(min_length=1, max_length=200, strict=True)]
+Finite = Annotated[float, NoBool, Field(allow_inf_nan=False)]  # true is not 1.0
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Train(_Strict):
+    config: Label  # the training YAML, relative to the repository
+    set: list[str] = []  # training keys (`sweep train --set`), after the seed key the bench sets
+    base_set: list[str] = []  # base-sweep overrides, appended to the config's `overrides`
+    dataset: Label  # what the training resolves to (checked): its one dataset, split and limit
+    split: Label
+    limit: Annotated[int, Field(ge=1, strict=True)] | None
+
+
+class Test(_Strict):
+    dataset: Label
+    split: Label
+    items: Annotated[int, Field(ge=1, le=10_000_000, strict=True)]  # the first items after the shuffle
+    shuffle_seed: Seed = 0
+
+
+class Baseline(_Strict):
+    label: Label  # the row's name in the report and in targets
+    method: Label
+    args: dict[str, Any] = {}
+
+
+class Target(_Strict):
+    compare: Label  # a row: the learner's or a baseline's
+    against: Label
+    metric: Literal["accuracy", "tokens", "cost"]  # tokens and cost: per task
+    direction: Literal[">=", "<="]  # the claim: (compare - against) <direction> margin
+    margin: Finite = 0.0
+    relative: bool = Field(False, strict=True)  # the difference as compare / against - 1
+    test: Literal["mcnemar", "none"] = "none"  # mcnemar: the difference must also be significant
+    alpha: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05
+
+
+class Protocol(_Strict):
+    name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,99}$")]  # the file's name, without .yaml
+    learner: Literal["rumad", "cpp"]  # the trained method (sweep.train.config.TRAINABLE)
+    population: Label  # a packaged population: populations/<name>.yaml
+    population_digest: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]
+    train: Train
+    test: Test
+    train_seeds: Annotated[list[Seed], Field(min_length=1)]  # the i-th training's ppo.seed / pg.seed
+    test_seeds: Annotated[list[Seed], Field(min_length=1)]  # the i-th policy's evaluation seed
+    reward: dict[str, Finite]  # every coefficient, as the training resolves it
+    baselines: list[Baseline] = []
+    targets: Annotated[list[Target], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Protocol:
+        for seed in sorted(set(self.train_seeds) & set(self.test_seeds)):
+            raise ValueError(
+                f"test_seeds: {seed} is in train_seeds too; test seeds never seen in training: "
+                "pick test seeds outside train_seeds"
+            )
+        for key, seeds in (("train_seeds", self.train_seeds), ("test_seeds", self.test_seeds)):
+            for seed in (s for i, s in enumerate(seeds) if s in seeds[:i]):
+                raise ValueError(f"{key}: seed {seed} appears twice; list each seed once")
+        if len(self.test_seeds) != len(self.train_seeds):
+            raise ValueError(
+                f"test_seeds: {len(self.test_seeds)} for {len(self.train_seeds)} train_seeds; give one "
+                "test seed per training (the i-th policy is evaluated under the i-th test seed)"
+            )
+        for i, item in enumerate(self.train.set):
+            if item.replace(" ", "").startswith((f"{ALGORITHM[self.learner]}.seed=", "output_dir=")):
+                raise ValueError(
+                    f"train.set[{i}]: '{item}' is the bench's to set (the seed from train_seeds, "
+                    "the dir from --out); remove it"
+                )
+        if (self.test.dataset, self.test.split) == (self.train.dataset, self.train.split):
+            raise ValueError(f"test.split: '{self.test.split}' is the training's too; test on held-out items")
+        known = reward_keys(self.learner)
+        for key in (k for k in self.reward if k not in known):
+            raise ValueError(
+                f"reward.{key}: unknown coefficient of {self.learner}{closest(key, known)}; "
+                f"known: {', '.join(known)}"
+            )
+        missing = [k for k in known if k not in self.reward]
+        if missing:
+            raise ValueError(
+                f"reward.{missing[0]}: missing; declare every coefficient the training resolves to "
+                f"(missing: {', '.join(missing)})"
+            )
+        labels = [b.label for b in self.baselines]
+        for i, b in enumerate(self.baselines):
+            if labels.index(b.label) != i:
+                raise ValueError(f"baselines[{i}].label: '{b.label}' names two baselines; rename one")
+            try:
+                build_method(b.method, b.args)
+            except (KeyError, ValueError, TypeError) as e:
+                raise ValueError(f"baselines[{i}]: {e}") from None
+        for i, t in enumerate(self.targets):
+            if t.compare == t.against:
+                raise ValueError(f"targets[{i}].against: the same row as compare; name another row")
+            if t.test == "mcnemar" and (t.metric != "accuracy" or t.margin != 0 or t.relative):
+                raise ValueError(
+                    f"targets[{i}].test: McNemar tests paired accuracy against a difference of 0; use "
+                    "metric: accuracy, margin: 0 and relative: false, or test: none"
+                )
+        return self
+
+    def training(self, seed: int) -> tuple[Path, list[str], list[str]]:
+        """`load_train`'s config, training keys and base-sweep overrides for the training `seed`."""
+        sets = [f"{ALGORITHM[self.learner]}.seed={seed}", *self.train.set]
+        return ROOT / self.train.config, sets, [*self.train.base_set]
+
+    def baseline_rows(self) -> list[tuple[str, str, dict[str, Any]]]:
+        return [(b.label, b.method, dict(b.args)) for b in self.baselines]
+
+
+SECTIONS: dict[str, type[BaseModel]] = dict(train=Train, test=Test, baselines=Baseline, targets=Target)
+
+
+def _line(e: ValidationError) -> str:
+    """The first error in one line; an unknown key's did-you-mean from the keys of its own section."""
+    at = lambda loc: SECTIONS.get(str(loc[0]) if len(loc) > 1 else "", Protocol).model_fields  # noqa: E731
+    return validation_line(
+        e, at, noun="protocol key", docs=DOCS, fixes=FIXES | {"literal_error": "; give one of these"}
+    )
+
+
+def protocol_hash(path: str | Path) -> str:
+    """The sha256 of the file's bytes: any edit, a comment's included, is a change."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def next_version(name: str) -> str:
+    """The name of a protocol's next version: `x` -> `x-v2`, `x-v2` -> `x-v3`."""
+    m = re.fullmatch(r"(.*)-v(\d+)", name)
+    return f"{m[1]}-v{int(m[2]) + 1}" if m else f"{name}-v2"
+
+
+def shown(path: str | Path) -> str:
+    """`path` relative to the repository when inside it."""
+    full = Path(path).resolve()
+    return str(full.relative_to(ROOT)) if full.is_relative_to(ROOT) else str(full)
+
+
+def load_protocol(path: str | Path) -> Protocol:
+    """The validated protocol in `path`; its population must still have the declared digest."""
+    raw = read_yaml(Path(path), f"a protocol file (see {DOCS})", "name, learner, population, train, targets")
+    p, stem = model_or_error(Protocol, raw, _line), Path(path).stem
+    if p.name != stem:
+        raise ConfigError(f"name: '{p.name}' is not the file's name '{stem}'; name a protocol after its file")
+    if p.population.endswith((".yaml", ".yml")) or "/" in p.population:
+        raise ConfigError("population: give a packaged population's name (populations/<name>.yaml)")
+    known = [n for n in populations.names() if n != "v1"]  # v1 is engine arguments, not a file
+    if p.population not in known:
+        raise ConfigError(
+            f"population: no packaged population '{p.population}'{closest(p.population, known)}; "
+            f"packaged: {', '.join(known)}"
+        )
+    try:
+        digest = populations.load(p.population).digest
+    except populations.PopulationError as e:
+        raise ConfigError(f"population: {str(e).removeprefix('args.population: ')}") from None
+    if digest != p.population_digest:
+        raise ConfigError(
+            f"population_digest: population '{p.population}' now has digest {digest}, not "
+            f"{p.population_digest} (its file changed); a population change is a new protocol: copy "
+            f"{shown(path)} to bench/protocols/{next_version(p.name)}.yaml with the new digest"
+        )
+    return p
+
+
+def claim(
+    out: str | Path, protocol_path: str | Path, pins: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The ledger. The first time, write `out/protocol.json` (the protocol's name, file, sha256,
+    population digest, time and `pins`: digests of what it resolves to, e.g. its trainings); every later
+    time, refuse a file whose sha256 differs, or a pin that differs from the stored one."""
+    out, path = Path(out), Path(protocol_path)
+    ledger, digest, file, new = out / LEDGER, protocol_hash(path), shown(path), next_version(path.stem)
+    try:
+        stored = json.loads(ledger.read_text(encoding="utf-8"))
+        assert isinstance(stored, dict) and isinstance(stored.get("sha256"), str), "not a protocol ledger"
+    except FileNotFoundError:
+        stored = None
+    except (OSError, ValueError, AssertionError) as e:
+        raise ConfigError(f"{ledger}: unreadable ({e}); restore it, or give a new --out") from None
+    if stored is not None:
+        if stored["sha256"] != digest and stored.get("name") != path.stem:
+            raise ConfigError(
+                f"--out: {out} holds results of protocol {stored.get('name')} ({stored.get('file')}); "
+                "give a new --out"
+            )
+        if stored["sha256"] != digest:
+            raise ConfigError(
+                f"protocol {file} changed after its results were first written in {out}; a protocol "
+                f"change is a new file: copy it to bench/protocols/{new}.yaml"
+            )
+        for key, value in (pins or {}).items():
+            if stored.get("pins", {}).get(key, value) != value:
+                raise ConfigError(
+                    f"protocol {file}: its {key} changed after its results were first written in {out} "
+                    f"(a file or the code it resolves to); a change is a new protocol: copy it to "
+                    f"bench/protocols/{new}.yaml"
+                )
+        return dict(stored)
+    p = load_protocol(path)
+    if out.is_dir() and any(out.iterdir()):
+        raise ConfigError(
+            f"--out: {out} holds results written without a protocol (a protocol is declared before its "
+            "results); give a new --out"
+        )
+    record: dict[str, Any] = {"name": p.name, "file": file, "sha256": digest, "population": p.population}
+    record |= {"population_digest": p.population_digest, "pins": dict(pins or {})}
+    record["claimed_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    tmp = out / f".{LEDGER}.{os.getpid()}.tmp"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, ledger)  # a reader sees no ledger or the whole of it
+    except OSError as e:
+        raise ConfigError(
+            f"--out: cannot write {ledger} ({e.strerror or e}); give a writable --out"
+        ) from None
+    return record
+
+
+def exact_mcnemar(a: Sequence[Any], b: Sequence[Any]) -> tuple[int, int, int, float]:
+    """Two rows' per-seed tallies (`by_item`) paired on (seed, item): wins, losses, pairs and the exact
+    two-sided McNemar p-value."""
+    pairs = [(x.by_item[i], y.by_item[i]) for x, y in zip(a, b, strict=True) for i in x.by_item]
+    wins, losses = sum(p and not q for p, q in pairs), sum(q and not p for p, q in pairs)
+    n, k = wins + losses, min(wins, losses)
+    p_value = min(1.0, 2 * sum(math.comb(n, j) for j in range(k + 1)) / 2**n) if n else 1.0
+    return wins, losses, len(pairs), p_value
+
+
+def measure(tallies: Sequence[Any], metric: str) -> float:
+    """A row's metric: accuracy as the mean over seeds; tokens and cost per task, over every seed's items."""
+    if metric == "accuracy":
+        return statistics.mean(t.accuracy for t in tallies)
+    return sum(getattr(t, metric) for t in tallies) / sum(len(t.by_item) for t in tallies)
+
+
+def targets_table(p: Protocol, rows: Mapping[str, Sequence[Any]]) -> tuple[str, int]:
+    """The declared targets as measured on the rows' per-seed tallies: a Markdown table, and how many pass."""
+    lines, passed = ["| target | measured | pass | McNemar p |", "| --- | --- | --- | --- |"], 0
+    for t in p.targets:
+        a, b = measure(rows[t.compare], t.metric), measure(rows[t.against], t.metric)
+        diff = (a / b - 1 if b else math.nan) if t.relative else a - b
+        holds = diff >= t.margin if t.direction == ">=" else diff <= t.margin  # NaN fails both
+        p_value = exact_mcnemar(rows[t.compare], rows[t.against])[3] if t.test == "mcnemar" else None
+        ok = holds and (p_value is None or p_value < t.alpha)
+        passed += ok
+        fmt = "{:+.1%}" if t.relative else ("{:+.3f}" if t.metric == "accuracy" else "{:+.4g}")
+        said = f"{t.compare} {t.metric} − {t.against} {t.direction} {fmt.format(t.margin)}"
+        said += "" if p_value is None else f", McNemar p < {t.alpha:g}"
+        p_shown = "–" if p_value is None else f"{p_value:.3g}"
+        value = (
+            "{:.3f}" if t.metric == "accuracy" else ("{:,.0f}" if max(abs(a), abs(b)) >= 1000 else "{:.4g}")
+        )
+        measured = f"{value.format(a)} vs {value.format(b)} ({fmt.format(diff)})"
+        lines.append(f"| {said} | {measured} | {'pass' if ok else 'FAIL'} | {p_shown} |")
+    return "\n".join(lines), passed

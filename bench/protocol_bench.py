@@ -1,0 +1,145 @@
+"""What a bench does with a pre-registered protocol (bench/protocol.py, bench/protocols/README.md):
+its flags from the protocol (a contradicting flag refused), every training it resolves to checked
+against the protocol, the targets' rows checked, the ledger claimed in --out before training, the
+protocol named in the report's header and its targets evaluated at the end."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import actors.populations as populations
+from bench.protocol import Protocol, claim, load_protocol, protocol_hash, shown, targets_table
+from common.names import closest
+from debate.spec import stable_hash
+from sweep.config.errors import ConfigError
+from sweep.train.config import TrainSetup
+
+TRAINING_FLAGS = ("updates",)  # resolved by the training config under a protocol: checked, never set
+
+
+def from_flags(args: Any, learner: str, dataset: str, **defaults: Any) -> Protocol | None:
+    """Without `args.protocol`: each flag left unset (None) takes its default; None. With it: the
+    protocol, its seeds and items set on `args`; a flag that contradicts it is refused. `updates` is
+    left as given: the training resolves it (`check_setup`)."""
+    if args.protocol is None:
+        for key, value in defaults.items():
+            setattr(args, key, value if getattr(args, key) is None else getattr(args, key))
+        return None
+    p = load_protocol(args.protocol)
+    if p.learner != learner:
+        raise ConfigError(f"learner: {args.protocol} declares '{p.learner}'; this bench trains {learner}")
+    if p.test.dataset != dataset:
+        raise ConfigError(f"test.dataset: this bench evaluates on {dataset}, not '{p.test.dataset}'")
+    if getattr(args, "sets", None):
+        raise ConfigError("--set: the protocol's train.set and train.base_set are the training; drop --set")
+    fixed = {"seeds": len(p.train_seeds), "items": p.test.items}
+    for key, default in ((k, v) for k, v in defaults.items() if k not in TRAINING_FLAGS):
+        value, given = fixed.get(key, default), getattr(args, key)
+        if given is not None and given != value:
+            raise ConfigError(
+                f"--{key}: {given} contradicts protocol {p.name} ({value}); drop the flag or write a new protocol"
+            )
+        setattr(args, key, value)
+    return p
+
+
+def check_setup(p: Protocol, setup: TrainSetup, rounds: int, updates: int | None = None) -> None:
+    """The training `p` resolves to runs its learner, population, dataset, rounds, updates and reward."""
+    where, base = f"{p.train.config} with train.set and train.base_set", setup.base
+    if setup.cfg.method.name != p.learner:
+        raise ConfigError(f"learner: '{p.learner}' but {p.train.config} trains '{setup.cfg.method.name}'")
+    want = populations.resolve(p.population).resolve()
+    for m, spec in ((m, base.models[m]) for m in dict.fromkeys(base.team())):
+        ref = spec.args.get("population") if spec.engine == "simulated" else f"engine {spec.engine}"
+        if ref is None or populations.resolve(str(ref)).resolve() != want:
+            raise ConfigError(
+                f"population: seat model '{m}' of {where} runs {ref or 'population v1'}, not "
+                f"'{p.population}'; set models.{m}.args.population in train.base_set"
+            )
+    if len(base.datasets) != 1:
+        raise ConfigError(f"train: {where} draws from {len(base.datasets)} datasets; a protocol names one")
+    for key in ("dataset", "split", "limit"):
+        want_, got = getattr(p.train, key), getattr(base.datasets[0], "name" if key == "dataset" else key)
+        if want_ != got:
+            raise ConfigError(
+                f"train.{key}: the protocol declares {want_!r} but {where} resolves to {got!r}; "
+                "declare what the training runs"
+            )
+    if base.rounds != rounds:
+        raise ConfigError(f"train: {where} runs {base.rounds} rounds; this bench evaluates {rounds}")
+    if updates is not None and updates != setup.updates:
+        raise ConfigError(
+            f"--updates: {updates} contradicts protocol {p.name} ({setup.updates}, from {where}); drop the flag"
+        )
+    for key, got in dataclasses.asdict(setup.rewards).items():
+        if p.reward[key] != got:
+            raise ConfigError(
+                f"reward.{key}: the protocol declares {p.reward[key]} but {where} resolves to {got}; "
+                "declare what the training runs"
+            )
+
+
+def check_rows(p: Protocol, rows: Sequence[str], metrics: Sequence[str]) -> None:
+    """Every target names a row the bench will run and a metric it measures; no row is named twice."""
+    for row in sorted({r for r in rows if list(rows).count(r) > 1}):
+        raise ConfigError(f"baselines: '{row}' is a row this bench runs already; rename that baseline")
+    for i, t in enumerate(p.targets):
+        for key, label in (("compare", t.compare), ("against", t.against)):
+            if label not in rows:
+                raise ConfigError(
+                    f"targets[{i}].{key}: '{label}' is not a row of this bench{closest(label, rows)}; "
+                    f"rows: {', '.join(rows)}"
+                )
+        if t.metric not in metrics:
+            raise ConfigError(
+                f"targets[{i}].metric: this bench measures {', '.join(metrics)}, not {t.metric}"
+            )
+
+
+def pins(setups: Sequence[TrainSetup], items: Sequence[Any]) -> dict[str, str]:
+    """Digests of what a protocol resolves to: every training (fingerprint, updates), the test items."""
+    trainings = [[s.fingerprint(), s.updates] for s in setups]
+    return {"training": stable_hash(trainings), "test_items": stable_hash([str(i.id) for i in items])}
+
+
+def begin(path: str | Path, p: Protocol, out: str | Path, setups: Sequence[TrainSetup], items: Sequence[Any],
+          rows: Sequence[str], metrics: Sequence[str], rounds: int, updates: int | None) -> None:  # fmt: skip
+    """Before training: each training checked against the protocol, each target's rows, the ledger claimed."""
+    for setup in setups:
+        check_setup(p, setup, rounds, updates)
+    check_rows(p, rows, metrics)
+    claim(out, path, pins(setups, items))
+
+
+def header(path: str | Path, p: Protocol) -> str:
+    """The report's first line under a protocol."""
+    train, test = p.train, p.test
+    return (
+        f"protocol {p.name} ({shown(path)}, sha256 {protocol_hash(path)}): population {p.population} "
+        f"({p.population_digest}); trained on {train.dataset} {train.split}[:{train.limit}], train seeds "
+        f"{p.train_seeds}; evaluated on {test.dataset} {test.split}[:{test.items}] (shuffle seed "
+        f"{test.shuffle_seed}), test seeds {p.test_seeds}\n"
+    )
+
+
+def report(path: str | Path, p: Protocol, out: str | Path, rows: Mapping[str, Sequence[Any]]) -> str:
+    """At the end: the file checked against the ledger again, then the declared targets as measured."""
+    claim(out, path)
+    check_rows(p, list(rows), ("accuracy", "tokens", "cost"))  # the rows the bench did run
+    table, passed = targets_table(p, rows)
+    return f"### declared targets (protocol {p.name})\n\n{table}\n\n{passed} of {len(p.targets)} targets pass"
+
+
+@contextmanager
+def one_line() -> Iterator[None]:
+    """A ConfigError inside becomes `error: <line>` on stderr and exit status 2, as the CLI's."""
+    try:
+        yield
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
