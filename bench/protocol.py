@@ -26,7 +26,7 @@ from debate.methods import build_method
 from sweep.config.errors import FIXES, ConfigError, model_or_error, validation_line
 from sweep.config.fields import NoBool, Seed
 from sweep.config.yaml_limits import read_yaml
-from sweep.train.config import ALGORITHM, reward_keys
+from sweep.train.trainers import TRAINERS
 
 ROOT = Path(__file__).resolve().parents[1]
 LEDGER = "protocol.json"  # in a bench's results dir: the protocol file (by sha256) they were written under
@@ -74,7 +74,7 @@ class Target(_Strict):
 
 class Protocol(_Strict):
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,99}$")]  # the file's name, without .yaml
-    learner: Literal["rumad", "cpp"]  # the trained method (sweep.train.config.TRAINABLE)
+    learner: Literal["rumad", "cpp"]  # the trained method (a method in sweep.train.trainers.TRAINERS)
     population: Label  # a packaged population: populations/<name>.yaml
     population_digest: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]
     train: Train
@@ -101,14 +101,14 @@ class Protocol(_Strict):
                 "test seed per training (the i-th policy is evaluated under the i-th test seed)"
             )
         for i, item in enumerate(self.train.set):
-            if item.replace(" ", "").startswith((f"{ALGORITHM[self.learner]}.seed=", "output_dir=")):
+            if item.replace(" ", "").startswith((f"{TRAINERS[self.learner].name}.seed=", "output_dir=")):
                 raise ValueError(
                     f"train.set[{i}]: '{item}' is the bench's to set (the seed from train_seeds, "
                     "the dir from --out); remove it"
                 )
         if (self.test.dataset, self.test.split) == (self.train.dataset, self.train.split):
             raise ValueError(f"test.split: '{self.test.split}' is the training's too; test on held-out items")
-        known = reward_keys(self.learner)
+        known = TRAINERS[self.learner].reward_keys()
         for key in (k for k in self.reward if k not in known):
             raise ValueError(
                 f"reward.{key}: unknown coefficient of {self.learner}{closest(key, known)}; "
@@ -140,7 +140,7 @@ class Protocol(_Strict):
 
     def training(self, seed: int) -> tuple[Path, list[str], list[str]]:
         """`load_train`'s config, training keys and base-sweep overrides for the training `seed`."""
-        sets = [f"{ALGORITHM[self.learner]}.seed={seed}", *self.train.set]
+        sets = [f"{TRAINERS[self.learner].name}.seed={seed}", *self.train.set]
         return ROOT / self.train.config, sets, [*self.train.base_set]
 
     def baseline_rows(self) -> list[tuple[str, str, dict[str, Any]]]:
