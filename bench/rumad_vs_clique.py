@@ -247,8 +247,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     print(table(results, args.items))
     print()
+    others = ["clique (MAD)", "random activation, B = 12", UNTRAINED]
+    others += [b.label for b in proto.baselines] if proto else []
     for mine in (TRAINED, BEST):
-        for other in ("clique (MAD)", "random activation, B = 12", UNTRAINED):
+        for other in others:
             print(f"- {mine} vs {other}: {mcnemar(results[mine], results[other])}")
     if proto:
         with protocol.one_line():

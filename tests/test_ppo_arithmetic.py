@@ -51,7 +51,12 @@ class Probe(nn.Module):
         self.value = nn.Parameter(torch.tensor(value))
 
     def evaluate(
-        self, agents: torch.Tensor, pairs: torch.Tensor, glob: torch.Tensor, actions: torch.Tensor
+        self,
+        agents: torch.Tensor,
+        pairs: torch.Tensor,
+        glob: torch.Tensor,
+        actions: torch.Tensor,
+        mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         rows = glob[:, 0].long()
         return self.logp[rows], self.ent[rows], self.value[rows]
@@ -203,6 +208,7 @@ class Constant:
 
     class arch:  # noqa: N801 - mimics Controller.arch
         horizon = 6
+        head = "gaussian"
 
     def act(self, obs: Any, rng: np.random.Generator, sample: bool) -> tuple[np.ndarray, dict[str, Any]]:
         return np.full((3, 3), 0.9), {"action": [], "logp": 0.0, "value": 0.0, "entropy": 0.0}
@@ -248,8 +254,10 @@ def test_the_first_minibatch_ratio_is_exactly_one(rollouts: Any, monkeypatch: py
     seen: list[tuple[torch.Tensor, torch.Tensor]] = []
     real = module.evaluate
 
-    def spy(agents: torch.Tensor, pairs: torch.Tensor, glob: torch.Tensor, actions: torch.Tensor) -> Any:
-        out = real(agents, pairs, glob, actions)
+    def spy(
+        agents: torch.Tensor, pairs: torch.Tensor, glob: torch.Tensor, actions: torch.Tensor, mask: Any = None
+    ) -> Any:
+        out = real(agents, pairs, glob, actions, mask)
         seen.append((actions.clone(), out[0].detach().clone()))
         return out
 

@@ -54,6 +54,7 @@ class FixedWeights:
 
     class arch:  # noqa: N801 - mimics Controller.arch
         horizon = 6
+        head = "gaussian"
 
     def __init__(self, w: np.ndarray) -> None:
         self.w = w
@@ -137,7 +138,12 @@ def test_dual_threshold_invariants(case: tuple[np.ndarray, float, float, int | N
 
 
 @settings(max_examples=10, deadline=None)
-@given(st.integers(0, 14), st.integers(0, 10_000), st.floats(0.2, 0.8), st.sampled_from(["gaussian", "beta"]))
+@given(
+    st.integers(0, 14),
+    st.integers(0, 10_000),
+    st.floats(0.2, 0.8),
+    st.sampled_from(["gaussian", "beta", "bernoulli"]),
+)
 def test_the_budget_is_never_exceeded_in_an_episode(budget: int, seed: int, theta: float, head: str) -> None:
     from debate.policies.actor_critic import PolicyArch, build
     from debate.policies.controller import Controller

@@ -329,9 +329,17 @@ def test_a_policy_of_another_method_is_refused_when_a_kind_is_asked(tmp_path: Pa
     )
 
 
-@pytest.mark.parametrize("head", ["gaussian", "beta"])
-def test_the_expected_shapes_are_the_networks_own(head: str) -> None:
-    module = build(PolicyArch(hidden=6, head=head), 0)
+@pytest.mark.parametrize(
+    "head, seats, critic",
+    [
+        ("gaussian", 0, "shared"),
+        ("beta", 0, "shared"),
+        ("bernoulli", 6, "separate"),
+        ("gaussian", 3, "separate"),
+    ],
+)
+def test_the_expected_shapes_are_the_networks_own(head: str, seats: int, critic: str) -> None:
+    module = build(PolicyArch(hidden=6, head=head, seats=seats, critic=critic), 0)
     assert shapes.expected(module.arch.to_dict()) == {
         k: tuple(v.shape) for k, v in module.state_dict().items()
     }

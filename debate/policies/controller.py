@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.distributions import Bernoulli
 
 from debate.policies import checkpoint
 from debate.policies.actor_critic import (
@@ -53,6 +54,33 @@ class Controller:
         weights[src, tgt] = to_weights(head_kind, action.astype(np.float64))
         record = {"action": action, "logp": logp, "value": float(value[0]), "entropy": entropy}
         return weights, record
+
+    def gates(self, obs: Observation) -> tuple[np.ndarray, np.ndarray, float, Any]:
+        """A `bernoulli` head's probabilities: w[s, t] that s's response reaches t (n, n; zero
+        diagonal), p[t] that t speaks (n,), the value estimate, and the distribution (for `score`)."""
+        with torch.no_grad():
+            head, value = self.module(
+                torch.from_numpy(obs.agents)[None],
+                torch.from_numpy(obs.pairs)[None],
+                torch.from_numpy(obs.glob)[None],
+            )
+            dist = self.module.distribution(head[0])
+            assert isinstance(dist, Bernoulli), "gates: a policy with the bernoulli head"
+            probs = dist.probs.numpy().astype(np.float64)
+        n = obs.n
+        src, tgt = edge_index(n)
+        weights = np.zeros((n, n), dtype=np.float64)
+        weights[src, tgt] = probs[: len(src)]
+        return weights, probs[len(src) :], float(value[0]), dist
+
+    @staticmethod
+    def score(dist: Any, action: np.ndarray, mask: np.ndarray) -> tuple[float, float]:
+        """(log-probability, entropy) of `action` under `dist`, summed over the parts `mask` keeps."""
+        with torch.no_grad():
+            m = torch.from_numpy(mask)
+            logp = float((dist.log_prob(torch.from_numpy(action)) * m).sum())
+            entropy = float((dist.entropy() * m).sum())
+        return logp, entropy
 
 
 _BUILT: dict[tuple[str, Any], Controller] = {}

@@ -72,11 +72,17 @@ def _linear(name: str, n_in: int, n_out: int, bias: bool = True) -> dict[str, tu
 
 
 def _actor_critic(a: PolicyArch) -> dict[str, tuple[int, ...]]:
-    """`debate.policies.actor_critic.ActorCritic`: encoder, per-edge head, critic (and log-std)."""
-    h, g, out = a.hidden, a.global_features, 1 if a.head == "gaussian" else 2
-    shapes = _linear("encoder.0", a.agent_features + g, h) | _linear("encoder.2", h, h)
+    """`debate.policies.actor_critic.ActorCritic`: encoder, per-edge head, critic (and log-std, the
+    critic's own encoder, the per-agent activation head)."""
+    h, g, out = a.hidden, a.global_features, 2 if a.head == "beta" else 1
+    x = a.agent_features + a.seats + g
+    shapes = _linear("encoder.0", x, h) | _linear("encoder.2", h, h)
     shapes |= _linear("edge.0", 2 * h + 1, h) | _linear("edge.2", h, out)
     shapes |= _linear("critic.0", h + g, h) | _linear("critic.2", h, 1)
+    if a.critic == "separate":
+        shapes |= _linear("value_encoder.0", x, h) | _linear("value_encoder.2", h, h)
+    if a.head == "bernoulli":
+        shapes |= _linear("act.0", h + g, h) | _linear("act.2", h, 1)
     return shapes | ({"log_std": ()} if a.head == "gaussian" else {})
 
 

@@ -14,7 +14,12 @@ pair (`debate.policies.actor_critic`). The dual threshold turns weights into the
   each visible response with its weight as its importance. Agents that do not speak keep their answer
   and cost nothing.
 
-At evaluation (`sweep run`) the policy acts by its distribution's mean, so no draw is made and a
+A policy with the `bernoulli` head (`debate.policies.actor_critic`) gives, besides w[s -> t] (the
+probability that s's response reaches t), a probability p[t] that t speaks. Trained, it samples both
+(`gated`); evaluated, t speaks when p[t] >= `theta_act` and sees s when w[s -> t] >= `theta_vis`: at
+0.5 each, the mode of the very distribution it trained. The budget keeps the likeliest speakers.
+
+At evaluation (`sweep run`) the policy acts by its distribution's mean (its mode, for `bernoulli`), so no draw is made and a
 checkpoint gives the same episodes under the same seed; the trainer routes with `PolicyRouter`, which
 samples with the episode's router rng (every draw seeded). `checkpoint` names a policy file (a path, or
 `runs:/<run id>/<artifact path>` of an MLflow run when run through `sweep`); ids hash its content, not
@@ -33,6 +38,7 @@ import numpy as np
 from debate.decision import Decision
 from debate.graph import Graph
 from debate.policies import checkpoint as ckpt
+from debate.policies.arch import edge_index
 from debate.policies.observation import activations, observe
 from debate.registry import method
 from debate.state import DebateState
@@ -105,11 +111,28 @@ def decide(
     if n < 2:
         return Decision(Graph(n), active=frozenset(), record={"budget_left": left, "acted": False})
     obs = observe(state, params.budget if params.activation else None, controller.arch.horizon)
+    if controller.arch.head == "bernoulli":
+        active, visible, action = gated(params, controller, obs, rng, sample, left)
+        return _decision(params, controller, n, obs, active, visible, action, left, sample)
     weights, action = controller.act(obs, rng, sample)
     if params.activation:
         active, visible = dual_threshold(weights, params.theta_act, params.theta_vis, left)
     else:
         active, visible = dual_threshold(weights, -np.inf, params.theta_vis, None)
+    return _decision(params, controller, n, obs, active, visible, action, left, sample)
+
+
+def _decision(
+    params: RumadRouter,
+    controller: Any,
+    n: int,
+    obs: Any,
+    active: frozenset[int],
+    visible: dict[tuple[int, int], float],
+    action: dict[str, Any],
+    left: int | None,
+    sample: bool,
+) -> Decision:
     record = {
         "obs": obs.as_record(),
         **action,
@@ -119,6 +142,48 @@ def decide(
         "policy": controller.digest,
     }
     return Decision(Graph(n, visible), weights=visible, active=active, record=record)
+
+
+def gated(
+    params: RumadRouter,
+    controller: Any,
+    obs: Any,
+    rng: np.random.Generator,
+    sample: bool,
+    left: int | None,
+) -> tuple[frozenset[int], dict[tuple[int, int], float], dict[str, Any]]:
+    """A `bernoulli` policy's round: (who speaks, the visible edges with w as their weight, the
+    action record). The action recorded is the one applied (a speaker the budget dropped is silent),
+    and its log-probability counts every agent's gate and the edges into speakers only: the edges
+    into silent agents changed nothing, so no credit reaches them."""
+    weights, p_act, value, dist = controller.gates(obs)
+    n = obs.n
+    src, tgt = edge_index(n)
+    p_vis = weights[src, tgt]
+    if sample:
+        vis = (rng.random(p_vis.shape) < p_vis).astype(np.float32)
+        speak = (rng.random(n) < p_act).astype(np.float32)
+    else:
+        vis = (p_vis >= params.theta_vis).astype(np.float32)
+        speak = (p_act >= params.theta_act).astype(np.float32)
+    if not params.activation:
+        speak = np.ones(n, np.float32)
+    chosen = [t for t in range(n) if speak[t]]
+    if left is not None and len(chosen) > left:  # the budget keeps the likeliest speakers
+        chosen = sorted(chosen, key=lambda t: (-p_act[t], t))[: max(0, left)]
+    active = frozenset(chosen)
+    speak = np.isin(np.arange(n), chosen).astype(np.float32)
+    visible = {
+        (int(s), int(t)): float(weights[s, t])
+        for s, t, v in zip(src, tgt, vis, strict=True)
+        if v and t in active
+    }
+    gate_mask = np.full(n, 1.0 if params.activation else 0.0, np.float32)
+    mask = np.concatenate([np.isin(tgt, chosen).astype(np.float32), gate_mask])
+    action = np.concatenate([vis, speak]).astype(np.float32)
+    logp, entropy = controller.score(dist, action, mask)
+    record = {"action": action, "mask": mask, "logp": logp, "value": value, "entropy": entropy}
+    return active, visible, record
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from sweep.config import paths
 from sweep.config.errors import model_or_error, validation_line
 from sweep.config.sweep import ConfigError, SweepConfig, Tracking, apply_override, read_yaml, validate
 from sweep.train import limits as lim
-from sweep.train.trainers import TRAINERS, OwnSection, Trainer, all_sections
+from sweep.train.trainers import TRAINERS, OwnSection, Trainer, added_keys, all_sections
 
 S = TypeVar("S", bound=BaseModel)
 # the config's own keys a training's fingerprint leaves out unless its trainer keeps them (`fingerprinted`)
@@ -206,6 +206,10 @@ class TrainSetup:
         )
         cfg = self.cfg.model_dump(mode="json", exclude={*NOT_FINGERPRINTED, *others})
         cfg[trainer.name].pop("updates")
+        for key, section in trainer.sections.items():  # keys added later, at the old behaviour
+            for name, old in added_keys(section).items():
+                if cfg[key].get(name) == old:
+                    cfg[key].pop(name)
         return stable_hash({"base": base, "train": cfg})
 
     def with_params(self, params: dict[str, Any], output_dir: str) -> TrainSetup:

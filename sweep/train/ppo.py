@@ -10,7 +10,8 @@ updates the policy, between rollout batches. Per update:
    policy sampling: `debate.routers.rumad.PolicyRouter` around the live network;
 2. read every round's decision record (observation, action as drawn, log-probability, value) and
    reward back from each trajectory;
-3. GAE(gamma, lambda) per episode; the last round is terminal;
+3. GAE(gamma, lambda) per episode, the last round terminal; or, with `advantage: group`, each step's
+   discounted return-to-go less the mean over its item's episodes of theirs at that step;
 4. `epochs` passes of clipped PPO over shuffled minibatches: the policy loss on the rounds where the
    policy could act (budget left), the value loss on every round, minus an entropy bonus;
 5. record the state (`sweep.train.state`: policy file, optimizer, rng, metrics), then log the
@@ -55,20 +56,52 @@ def gae(rewards: np.ndarray, values: np.ndarray, ends: np.ndarray, gamma: float,
     return adv
 
 
+def returns_to_go(rewards: np.ndarray, ends: np.ndarray, gamma: float) -> np.ndarray:
+    """Each step's discounted return to the end of its episode."""
+    out = np.zeros(len(rewards))
+    running = 0.0
+    for t in reversed(range(len(rewards))):
+        running = rewards[t] + (0.0 if ends[t] else gamma * running)
+        out[t] = running
+    return out
+
+
+def group_advantages(returns: np.ndarray, episode: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """returns less the mean return of the same group's steps at the same step index (`groups`:
+    each episode's group); a group of one episode gets 0."""
+    step = np.zeros(len(returns), dtype=np.int64)
+    for t in range(1, len(returns)):
+        step[t] = step[t - 1] + 1 if episode[t] == episode[t - 1] else 0
+    key = groups[episode] * 1_000_003 + step
+    adv = np.zeros(len(returns))
+    for k in np.unique(key):
+        at = key == k
+        adv[at] = returns[at] - returns[at].mean()
+    return adv
+
+
 def ppo_update(
     module: ActorCritic,
     optimizer: torch.optim.Optimizer,
     batch: Batch,
     setup: TrainSetup,
     rng: np.random.Generator,
+    groups: np.ndarray | None = None,
 ) -> dict[str, float]:
-    """Clipped PPO epochs over the batch; returns the losses, approx-KL and clip fraction."""
+    """Clipped PPO epochs over the batch; returns the losses, approx-KL and clip fraction. `groups`:
+    each episode's item group (for `advantage: group`)."""
     cfg = setup.section("ppo", PPOConfig)
     values = batch.values.numpy().astype(np.float64)
-    advantages = torch.tensor(
-        gae(batch.rewards, values, batch.ends, cfg.gamma, cfg.gae_lambda), dtype=torch.float32
-    )
-    returns = advantages + batch.values
+    if cfg.advantage == "group":
+        assert groups is not None and batch.episode is not None
+        mc = returns_to_go(batch.rewards, batch.ends, cfg.gamma)
+        advantages = torch.tensor(group_advantages(mc, batch.episode, groups), dtype=torch.float32)
+        returns = torch.tensor(mc, dtype=torch.float32)
+    else:
+        advantages = torch.tensor(
+            gae(batch.rewards, values, batch.ends, cfg.gamma, cfg.gae_lambda), dtype=torch.float32
+        )
+        returns = advantages + batch.values
     size = len(batch.rewards)
     mb = max(1, size // cfg.minibatches)
     kls, clips, pg_losses, v_losses = [], [], [], []
@@ -76,8 +109,9 @@ def ppo_update(
         order = rng.permutation(size)
         for start in range(0, size, mb):
             idx = torch.from_numpy(order[start : start + mb])
+            mask = batch.masks[idx] if batch.masks is not None else None
             logp, entropy, value = module.evaluate(
-                batch.agents[idx], batch.pairs[idx], batch.glob[idx], batch.actions[idx]
+                batch.agents[idx], batch.pairs[idx], batch.glob[idx], batch.actions[idx], mask
             )
             log_ratio = logp - batch.logp[idx]
             ratio = log_ratio.exp()
@@ -130,7 +164,14 @@ async def run(
     up the tracker, console and progress and awaits it)."""
     one_thread()
     cfg, policy = setup.section("ppo", PPOConfig), setup.section("policy", PolicyConfig)
-    arch = PolicyArch(policy.hidden, policy.head, policy.log_std_init, setup.base.rounds)
+    arch = PolicyArch(
+        policy.hidden,
+        policy.head,
+        policy.log_std_init,
+        setup.base.rounds,
+        seats=policy.seats,
+        critic=policy.critic,
+    )
     module = build(arch, cfg.seed)
     optimizer = torch.optim.Adam(module.parameters(), lr=cfg.lr, eps=1e-5)
     rng = np.random.default_rng([cfg.seed, 0x7E])
@@ -156,12 +197,14 @@ async def run(
         t0 = time.perf_counter()
         # 1. rollouts with the policy sampling
         router = PolicyRouter(params, Controller(module, f"training-u{update}"), sample=True)  # type: ignore[arg-type]
-        tasks = rollout_tasks(setup, items, router, update, cfg.episodes_per_update, rng)
+        group = cfg.group_size if cfg.advantage == "group" else 1
+        tasks = rollout_tasks(setup, items, router, update, cfg.episodes_per_update, rng, group)
         progress.phase_start(f"update {update}/{cfg.updates}: rollouts", len(tasks))
-        results = await run_rollouts(tasks, agents, setup.base.concurrency, progress.on_progress)
-        # 2.-4. steps and rewards, GAE, clipped PPO epochs
+        kept: list[int] = []
+        results = await run_rollouts(tasks, agents, setup.base.concurrency, progress.on_progress, kept)
+        # 2.-4. steps and rewards, advantages, clipped PPO epochs
         batch = collect(setup, results)
-        losses = ppo_update(module, optimizer, batch, setup, rng)
+        losses = ppo_update(module, optimizer, batch, setup, rng, np.asarray(kept) // group)
         metrics = {
             "update": float(update),
             **batch.metrics,

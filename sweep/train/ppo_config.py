@@ -5,7 +5,7 @@ and bounded (`sweep.train.limits`). Torch-free: a config validates without it.""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -27,8 +27,11 @@ class PolicyConfig(_Strict):
     """The network (`debate.policies.actor_critic`): Table 6's hidden size, the head, the initial log-std."""
 
     hidden: lim.Hidden = 128  # <= 65536 (limits.HIDDEN_MAX)
-    head: str = "gaussian"
+    head: str = "gaussian"  # gaussian | beta | bernoulli (a gate per agent and per edge)
     log_std_init: lim.Finite = Field(0.0, ge=-20, le=20)  # std from 2e-9 to 5e8
+    seats: int = Field(0, ge=0, le=1024)  # > 0: each agent's features hold its seat, one-hot
+    critic: Literal["shared", "separate"] = "shared"  # separate: the value head's own encoder
+    ADDED: ClassVar[dict[str, Any]] = {"seats": 0, "critic": "shared"}
 
     @field_validator("head")
     @classmethod
@@ -56,11 +59,23 @@ class PPOConfig(_Strict):
     norm_adv: lim.StrictBool = True
     target_kl: lim.PositiveCoef | None = None  # stop an update's epochs early past this KL
     seed: lim.Seed = 0  # in [0, 2**32); initialises the network and seeds every draw of the training
+    # gae: GAE on the critic; group: each item runs `group_size` times per update and a step's
+    # advantage is its return-to-go less the mean of its item's episodes at that step (ours: the
+    # critic sees no item, and item difficulty is most of a return's variance)
+    advantage: Literal["gae", "group"] = "gae"
+    group_size: lim.Episodes = 1
+    ADDED: ClassVar[dict[str, Any]] = {"advantage": "gae", "group_size": 1}
 
 
 def check(cfg: TrainConfig) -> None:
-    """What no one section can check alone: a minibatch holds at least one episode's rounds."""
+    """What no one section can check alone: a minibatch holds at least one episode's rounds; a
+    group baseline needs groups that fill the update."""
     ppo = cfg.section("ppo", PPOConfig)
+    if ppo.advantage == "group" and (ppo.group_size < 2 or ppo.episodes_per_update % ppo.group_size):
+        raise ValueError(
+            f"ppo.group_size: {ppo.group_size} with advantage 'group' must be >= 2 and divide "
+            f"ppo.episodes_per_update ({ppo.episodes_per_update}); set e.g. ppo.group_size=4"
+        )
     if ppo.minibatches > ppo.episodes_per_update:
         raise ValueError(
             f"ppo.minibatches: {ppo.minibatches} is more than ppo.episodes_per_update "

@@ -36,6 +36,8 @@ class Batch:
     acted: torch.Tensor
     ends: np.ndarray
     metrics: dict[str, float] = field(default_factory=dict)
+    masks: torch.Tensor | None = None  # which parts of each action count (all, where None)
+    episode: np.ndarray | None = None  # each step's episode, an index into the results
 
 
 def keep_into(finished: dict[str, EpisodeResult]) -> Callable[[EpisodeTask, EpisodeResult, Any], None]:
@@ -61,10 +63,16 @@ def rollout_tasks(
     tag: Any,
     size: int,
     rng: np.random.Generator,
+    repeats: int = 1,
 ) -> list[EpisodeTask]:
     """`size` episodes: items drawn from `rng`, each with its own seed (from `tag` and its index),
-    routed by `router`."""
-    picks = rng.choice(len(items), size=size, replace=size > len(items))
+    routed by `router`; with `repeats` > 1, size / repeats items, each run `repeats` times in a row."""
+    if repeats > 1:
+        count = size // repeats
+        drawn = rng.choice(len(items), size=count, replace=count > len(items))
+        picks = np.repeat(drawn, repeats)
+    else:
+        picks = rng.choice(len(items), size=size, replace=size > len(items))
     method = dataclasses.replace(setup.method, router=router)
     tasks = []
     for j, i in enumerate(picks):
@@ -80,23 +88,29 @@ async def run_rollouts(
     agents: Mapping[str, Agent],
     concurrency: int,
     on_progress: Callable[[RunStats], None] = lambda s: None,
+    kept: list[int] | None = None,
 ) -> list[EpisodeResult]:
-    """Run the episodes; their results in task order (a failed episode is left out). Fails when more
-    than half of them failed. `on_progress` sees the totals as each episode finishes."""
+    """Run the episodes; their results in task order (a failed episode is left out; `kept`, if
+    given, receives the indices of the tasks that finished). Fails when more than half of them
+    failed. `on_progress` sees the totals as each episode finishes."""
     finished: dict[str, EpisodeResult] = {}
     stats = await run_tasks(tasks, agents, keep_into(finished), concurrency, on_progress)
     if len(finished) < max(1, len(tasks) // 2):
         raise RuntimeError(f"{len(stats.failures)} of {len(tasks)} episodes failed: {stats.failures[0]}")
-    return [finished[t.episode_id] for t in tasks if t.episode_id in finished]
+    done = [j for j, t in enumerate(tasks) if t.episode_id in finished]
+    if kept is not None:
+        kept.extend(done)
+    return [finished[tasks[j].episode_id] for j in done]
 
 
 def collect(setup: TrainSetup, results: list[EpisodeResult]) -> Batch:
     """The steps of finished episodes as tensors, with their rewards and the rollout's metrics."""
     weights, budget = setup.rewards, int(setup.method.router.budget)  # type: ignore[union-attr]
     obs, actions, logp, values, rewards, acted, ends, entropy = [], [], [], [], [], [], [], []
+    masks, episode = [], []
     totals = {name: 0.0 for name in TERMS}
     used, edges = 0, 0
-    for res in results:
+    for e, res in enumerate(results):
         terms = reward_terms(res.trajectory, weights, budget)
         for name in TERMS:
             totals[name] += float(terms[name].sum())
@@ -106,6 +120,8 @@ def collect(setup: TrainSetup, results: list[EpisodeResult]) -> Batch:
             record = rec.decision.record
             obs.append(Observation.from_record(record["obs"]))
             actions.append(np.asarray(record["action"], dtype=np.float32))
+            masks.append(np.asarray(record.get("mask", np.ones_like(actions[-1])), dtype=np.float32))
+            episode.append(e)
             logp.append(record["logp"])
             values.append(record["value"])
             entropy.append(record["entropy"])
@@ -141,4 +157,6 @@ def collect(setup: TrainSetup, results: list[EpisodeResult]) -> Batch:
         torch.tensor(acted),
         np.asarray(ends),
         metrics,
+        t(np.stack(masks)),
+        np.asarray(episode),
     )
