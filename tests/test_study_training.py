@@ -142,10 +142,13 @@ def test_a_pareto_study_trains_then_evaluates_each_trial(
 
     path = write(tmp_path)
     assert main(["study", str(path)]) == 0
+    printed = capsys.readouterr().out
     out = tmp_path / "out"
     study = optuna.load_study(study_name="ts", storage=open_storage(f"journal:{out / 'study.journal'}"))
     done = [t for t in study.trials if t.state == TrialState.COMPLETE]
     assert len(study.trials) == 3 and done
+    assert all(t.user_attrs["train_activations"] >= 0 for t in done)
+    assert f"of {len(done)} complete trials ended silent" in printed.replace("\n", " ")
     for t in done:
         policy = Path(t.user_attrs["checkpoint"])
         assert (

@@ -133,12 +133,14 @@ def _decision(
     left: int | None,
     sample: bool,
 ) -> Decision:
+    """The round's decision, with the record a trainer reads back (observation, action, budget)."""
+    deterministic = "mode" if controller.arch.head == "bernoulli" else "mean"
     record = {
         "obs": obs.as_record(),
         **action,
         "budget_left": left,
         "acted": left is None or left > 0,
-        "mode": "sample" if sample else "mean",
+        "mode": "sample" if sample else deterministic,
         "policy": controller.digest,
     }
     return Decision(Graph(n, visible), weights=visible, active=active, record=record)

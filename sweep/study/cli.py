@@ -178,8 +178,14 @@ def _report(setup: StudySetup, runner: Any, status: str, err: Console) -> None:
         out.print(hint(tracker.uri, tracker.parent_id, setup.out), highlight=False, markup=False)
     out.print(_best_table(runner.study, setup))
     from sweep.study.progress import tie_notes
+    from sweep.study.silence import silence_notes
+    from sweep.study.storage import best_trials
 
-    for note in tie_notes(runner.study.get_trials(deepcopy=False), setup.cfg.objectives):
+    trials = runner.study.get_trials(deepcopy=False)
+    notes = tie_notes(trials, setup.cfg.objectives)
+    if setup.training is not None:
+        notes += silence_notes(trials, best_trials(runner.study), len(setup.base.team()))
+    for note in notes:
         out.print(note, highlight=False, markup=False)
     out.print(f"study: {setup.cfg.name} in {setup.storage_url()}; plots in {setup.out / 'plots'}")
 

@@ -28,6 +28,7 @@ from debate.rewards import TERMS
 from debate.spec import stable_hash
 from search_spaces import SearchSpace, SpaceError
 from sweep.config.sweep import ConfigError, SweepConfig
+from sweep.study.silence import TRAIN_ACTIVATIONS
 from sweep.study.spaces import check_method
 from sweep.train.config import TrainSetup, load_train
 from sweep.train.limits import StrictBool, Updates
@@ -175,4 +176,6 @@ async def train_trial(
     trial.set_user_attr("reward", setup.cfg.reward)
     trial.set_user_attr("method_args", {**setup.cfg.method.args, "checkpoint": str(outcome.policy)})
     trial.set_user_attr("checkpoint", str(outcome.policy))
+    if outcome.history and "activations" in outcome.history[-1]:  # why a silent trial is silent
+        trial.set_user_attr(TRAIN_ACTIVATIONS, outcome.history[-1]["activations"])
     return str(outcome.policy) if len(outcome.history) >= setup.updates else None
