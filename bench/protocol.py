@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 import actors.populations as populations
 from common.names import closest
 from debate.methods import build_method
+from debate.routers.cpp import seat_quantiles
 from sweep.config.errors import FIXES, ConfigError, model_or_error, validation_line
 from sweep.config.fields import NoBool, Seed
 from sweep.config.yaml_limits import read_yaml
@@ -84,6 +85,8 @@ class Protocol(_Strict):
     reward: dict[str, Finite]  # every coefficient, as the training resolves it
     baselines: list[Baseline] = []
     targets: Annotated[list[Target], Field(min_length=1)]
+    # CPP: truncations run, each "0.9" or one per seat "0.85/0.95/0.95" (None: the bench's 0.9, 0.75)
+    truncate: Annotated[list[Label], Field(min_length=1)] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Protocol:
@@ -120,6 +123,13 @@ class Protocol(_Strict):
                 f"reward.{missing[0]}: missing; declare every coefficient the training resolves to "
                 f"(missing: {', '.join(missing)})"
             )
+        if self.truncate is not None and self.learner != "cpp":
+            raise ValueError(f"truncate: a CPP bench's setting, not {self.learner}'s; remove it")
+        for i, spec in enumerate(self.truncate or []):
+            try:
+                seat_quantiles(spec)
+            except ValueError as e:
+                raise ValueError(f"truncate[{i}]: {e}") from None
         labels = [b.label for b in self.baselines]
         for i, b in enumerate(self.baselines):
             if labels.index(b.label) != i:

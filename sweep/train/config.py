@@ -206,6 +206,10 @@ class TrainSetup:
         )
         cfg = self.cfg.model_dump(mode="json", exclude={*NOT_FINGERPRINTED, *others})
         cfg[trainer.name].pop("updates")
+        for key, cls in trainer.sections.items():  # keys added later, at their default: as before them
+            for name, default in getattr(cls, "ADDED", {}).items():
+                if cfg[key].get(name, default) == default:
+                    cfg[key].pop(name, None)
         return stable_hash({"base": base, "train": cfg})
 
     def with_params(self, params: dict[str, Any], output_dir: str) -> TrainSetup:
