@@ -385,3 +385,51 @@ def test_rumad_bench_end_to_end_under_a_protocol(tmp_path: Path, capsys: pytest.
         bench.main(argv)
     assert e.value.code == 2
     assert "changed after its results were first written in" in capsys.readouterr().err
+
+
+def _cpp_example(raw: dict[str, Any]) -> None:
+    """The example turned into a CPP protocol declaring its truncation settings."""
+    raw |= {"learner": "cpp", "population": "cpp", "population_digest": load_population("cpp").digest}
+    raw["train"] |= {"config": "examples/train_cpp_main.yaml", "set": [], "base_set": []}
+    raw["test"] = {"dataset": "arith", "split": "test", "items": 5, "shuffle_seed": 0}
+    raw["reward"] = {"k": 1.0, "a": 1.0, "round_scale": 1.5, "beta": 0.9, "gamma": 0.9, "prune_flip": 0.0}
+    raw["baselines"] = []
+    raw["targets"] = [{"compare": "CPP", "against": "Full-Debate", "metric": "accuracy", "direction": ">="}]
+    raw["truncate"] = ["0.85/0.95/0.95", "0.9"]
+
+
+def test_a_cpp_protocol_declares_its_truncation_settings(tmp_path: Path) -> None:
+    path = write(tmp_path, _cpp_example)
+    assert load_protocol(path).truncate == ["0.85/0.95/0.95", "0.9"]
+    args = flags(protocol=str(path), truncate=None)
+    from_flags(args, "cpp", "arith", seeds=5, updates=80, items=200, truncate=["0.9", "0.75"])
+    assert args.truncate == ["0.85/0.95/0.95", "0.9"]
+    args = flags(protocol=str(path), truncate=["0.9", "0.75"])
+    line = refusal(lambda: from_flags(args, "cpp", "arith", seeds=5, updates=80, items=200, truncate=["0.9"]))
+    assert line.startswith("--truncate: ['0.9', '0.75'] contradicts protocol protocol_example"), line
+    bad = write(tmp_path, lambda r: (_cpp_example(r), r.update(truncate=["0.85/2/0.95"])))
+    line = refusal(lambda: load_protocol(bad))
+    assert line.startswith("truncate[0]: cpp: truncate_seats must be one quantile in (0, 1] per seat"), line
+    line = refusal(lambda: load_protocol(write(tmp_path, lambda r: r.update(truncate=["0.9"]))))
+    assert line.startswith("truncate: a CPP bench's setting, not rumad's; remove it"), line
+
+
+def test_the_cpp_bench_labels_per_seat_truncation_as_the_paper_does() -> None:
+    bench = _bench("cpp_vs_full")
+    assert bench.qlabel("0.85/0.95/0.95") == "q85/q95/q95" and bench.qlabel("0.9") == "q0.9"
+    assert bench.cut("0.85/0.95/0.95") == {"truncate_seats": "0.85/0.95/0.95"}
+    assert bench.cut("0.75") == {"truncate": 0.75}
+    rows = bench.labels(["0.85/0.95/0.95"], ["never keep the adversary"])
+    assert "CPP, truncated q85/q95/q95" in rows and "adversary: Adv-CPP, truncated q85/q95/q95" in rows
+    assert "adversary: never keep the adversary" in rows
+    with pytest.raises(argparse.ArgumentTypeError, match="truncate_seats must be"):
+        bench.setting("0.5/x")
+
+
+def test_the_shipped_cpp_main_protocol_loads_and_resolves(tmp_path: Path) -> None:
+    from bench.protocol_bench import check_setup as check
+
+    path = ROOT / "bench" / "protocols" / "cpp-v5-main.yaml"
+    p = load_protocol(path)
+    config, sets, base = p.training(p.train_seeds[0])
+    check(p, load_train(config, sets, base, str(tmp_path / "t")), 2)
