@@ -390,7 +390,8 @@ def test_rumad_bench_end_to_end_under_a_protocol(tmp_path: Path, capsys: pytest.
 def _cpp_example(raw: dict[str, Any]) -> None:
     """The example turned into a CPP protocol declaring its truncation settings."""
     raw |= {"learner": "cpp", "population": "cpp", "population_digest": load_population("cpp").digest}
-    raw["train"] |= {"config": "examples/train_cpp_main.yaml", "set": [], "base_set": []}
+    raw["train"] = {"config": "examples/train_cpp_main.yaml", "set": [], "base_set": [], "dataset": "arith"}
+    raw["train"] |= {"split": "train", "limit": 1000}
     raw["test"] = {"dataset": "arith", "split": "test", "items": 5, "shuffle_seed": 0}
     raw["reward"] = {"k": 1.0, "a": 1.0, "round_scale": 1.5, "beta": 0.9, "gamma": 0.9, "prune_flip": 0.0}
     raw["baselines"] = []
@@ -433,3 +434,40 @@ def test_the_shipped_cpp_main_protocol_loads_and_resolves(tmp_path: Path) -> Non
     p = load_protocol(path)
     config, sets, base = p.training(p.train_seeds[0])
     check(p, load_train(config, sets, base, str(tmp_path / "t")), 2)
+
+
+@pytest.mark.slow
+def test_cpp_bench_end_to_end_under_a_protocol_with_per_seat_truncation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def tiny(raw: dict[str, Any]) -> None:
+        _cpp_example(raw)
+        raw["train"]["set"] = ["cpp.encoder=hashed", "cpp.behaviour_items=4", "pg.updates=1"]
+        raw["train"]["set"] += ["pg.episodes_per_update=4", "eval_every=0"]
+        raw["baselines"] = [
+            {"label": "never keep the adversary", "method": "never_keep", "args": {"seat": 1}}
+        ]
+        raw["targets"] += [
+            {"compare": "CPP, truncated q85/q95/q95", "against": "Full-Debate", "metric": "cost",
+             "direction": "<=", "margin": -0.2, "relative": True},
+            {"compare": "adversary: Adv-CPP", "against": "adversary: never keep the adversary",
+             "metric": "accuracy", "direction": ">="},
+        ]  # fmt: skip
+
+    bench = _bench("cpp_vs_full")
+    path, out = write(tmp_path, tiny), tmp_path / "out"
+    bench.main(["--protocol", str(path), "--out", str(out), "--png", str(tmp_path / "p.png"), "--jobs", "1"])
+    printed = capsys.readouterr().out
+    assert printed.startswith(
+        f"protocol protocol_example ({path}, sha256 {protocol_hash(path)}): population cpp"
+    )
+    for row in (
+        "CPP, truncated q85/q95/q95",
+        "Full-Debate, truncated q0.9",
+        "Adv-CPP, truncated q85/q95/q95",
+    ):
+        assert f"| {row} |" in printed, row
+    table = printed.split("### declared targets (protocol protocol_example)")[1]
+    assert "| CPP, truncated q85/q95/q95 cost − Full-Debate <= -20.0% |" in table
+    assert "adversary: Adv-CPP accuracy − adversary: never keep the adversary" in table
+    assert re.search(r"\d of 3 targets pass", table)
