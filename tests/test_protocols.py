@@ -411,8 +411,9 @@ def test_a_cpp_protocol_declares_its_truncation_settings(tmp_path: Path) -> None
     bad = write(tmp_path, lambda r: (_cpp_example(r), r.update(truncate=["0.85/2/0.95"])))
     line = refusal(lambda: load_protocol(bad))
     assert line.startswith("truncate[0]: cpp: truncate_seats must be one quantile in (0, 1] per seat"), line
-    line = refusal(lambda: load_protocol(write(tmp_path, lambda r: r.update(truncate=["0.9"]))))
-    assert line.startswith("truncate: a CPP bench's setting, not rumad's; remove it"), line
+    rumad = flags(protocol=str(write(tmp_path, lambda r: r.update(truncate=["0.9"]))))
+    line = refusal(lambda: from_flags(rumad, "rumad", "mmlu", seeds=5, updates=150, items=300))
+    assert line.startswith("truncate: this bench runs no truncation (the cpp bench's setting)"), line
 
 
 def test_the_cpp_bench_labels_per_seat_truncation_as_the_paper_does() -> None:
