@@ -9,7 +9,8 @@ seed, on the honest team and on the team whose seat 1 (sim-mid) is adversarial:
   keep everything, `threshold` ~ 0, with the same caps);
 - CPP (thresholded policy; the policy its training kept as best by the periodic evaluation on
   training items — model selection never sees the test items — and, once, its final policy), and CPP
-  with truncation at the `--truncate` quantiles (App. C);
+  with truncation at the `--truncate` settings (App. C): a quantile for every seat ("0.9"), or one
+  per seat ("0.85/0.95/0.95", the paper's q85/q95/q95; labelled so);
 - random pruning, p = 0.5 (CPP's Random), and p = CPP's measured keep rate (equal edges);
 - vote (one answer per model); consistency fuse and best with m matched to CPP-with-truncation's
   measured cost (`debate.baselines.matched_m`; best = the model with the best round-0 accuracy);
@@ -53,6 +54,7 @@ from data.grading.graders import grader_for  # noqa: E402
 from debate.baselines import Consistency, matched_m, strongest  # noqa: E402
 from debate.episode import Agent, run_episode  # noqa: E402
 from debate.methods import Method, build_method  # noqa: E402
+from debate.routers.cpp import seat_quantiles  # noqa: E402
 from sweep.engines.pool import build_agents  # noqa: E402
 from sweep.train.config import load_train  # noqa: E402
 from sweep.train.pg import train  # noqa: E402
@@ -102,6 +104,28 @@ async def evaluate(method: Method, team: Sequence[Agent], items: Sequence[Any], 
 
     await asyncio.gather(*(one(s) for s in items))
     return tally
+
+
+def qlabel(spec: str) -> str:
+    """A truncation setting as rows name it: "0.9" -> q0.9 (as before per-seat settings), per seat
+    "0.85/0.95/0.95" -> q85/q95/q95 (the paper's)."""
+    qs = seat_quantiles(spec)
+    return f"q{qs[0]:g}" if len(qs) == 1 else "/".join(f"q{100 * q:g}" for q in qs)
+
+
+def setting(spec: str) -> str:
+    """`--truncate`'s value, checked."""
+    try:
+        seat_quantiles(spec)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return spec
+
+
+def cut(spec: str) -> dict[str, Any]:
+    """The cpp method's arguments for a truncation setting."""
+    qs = seat_quantiles(spec)
+    return {"truncate": qs[0]} if len(qs) == 1 else {"truncate_seats": spec}
 
 
 def mcnemar(a: list[Tally], b: list[Tally]) -> str:
@@ -208,7 +232,7 @@ def run_seed(
     policies: tuple[str, str, str],
     items: list[Any],
     agents: dict[str, Agent],
-    truncate: list[float],
+    truncate: list[str],
     notes: dict[str, list[Any]],
     extra: Sequence[tuple[str, str, dict[str, Any]]] = (),
 ) -> dict[str, dict[str, Tally]]:
@@ -222,31 +246,31 @@ def run_seed(
         ev = lambda m, t=team: asyncio.run(evaluate(m, t, items, seed))  # noqa: E731
         got[FULL] = ev(build_method("fixed", {"topology": "clique"}))
         for q in truncate:
-            got[f"{FULL}, truncated q{q:g}"] = ev(
-                build_method("cpp", {**cpp, "threshold": 1e-9, "truncate": q})
+            got[f"{FULL}, truncated {qlabel(q)}"] = ev(
+                build_method("cpp", {**cpp, "threshold": 1e-9, **cut(q)})
             )
         got["CPP"] = ev(build_method("cpp", cpp))
         got["CPP, final policy"] = ev(build_method("cpp", {"checkpoint": final}))
         for q in truncate:
-            got[f"CPP, truncated q{q:g}"] = ev(build_method("cpp", {**cpp, "truncate": q}))
+            got[f"CPP, truncated {qlabel(q)}"] = ev(build_method("cpp", {**cpp, **cut(q)}))
         if name == "adversarial":
             got["Adv-CPP"] = ev(build_method("cpp", {"checkpoint": adv_policy}))
             for q in truncate:
-                got[f"Adv-CPP, truncated q{q:g}"] = ev(
-                    build_method("cpp", {"checkpoint": adv_policy, "truncate": q})
+                got[f"Adv-CPP, truncated {qlabel(q)}"] = ev(
+                    build_method("cpp", {"checkpoint": adv_policy, **cut(q)})
                 )
         rate = round(got["CPP"].kept / (18 * len(items)), 2)
         got["random pruning p=0.5"] = ev(build_method("random_prune", {"p": 0.5}))
         got[RANDOM_EQUAL] = ev(build_method("random_prune", {"p": rate}))
         notes.setdefault(f"{name}: {RANDOM_EQUAL}, p", []).append(rate)
         got["vote"] = ev(build_method("vote"))
-        target = got[f"CPP, truncated q{truncate[0]:g}"].cost / len(items)
+        target = got[f"CPP, truncated {qlabel(truncate[0])}"].cost / len(items)
         seat = [c / len(items) for c in got[FULL].seat_cost]
         keys = [(a.model, a.adversarial) for a in team]
         best = strongest({m: r / len(items) for m, r in got[FULL].seat_right.items()})
         for pool in ("fuse", best):
             m = matched_m(seat, Consistency(pool=pool).members(keys), target)
-            label = f"consistency {'fuse' if pool == 'fuse' else 'best'}, m matched to CPP truncated q{truncate[0]:g}"
+            label = f"consistency {'fuse' if pool == 'fuse' else 'best'}, m matched to CPP truncated {qlabel(truncate[0])}"
             got[label] = ev(build_method("consistency", {"m": m, "pool": pool}))
             notes.setdefault(f"{name}: {label}: m" + ("" if pool == "fuse" else " (best model)"), []).append(
                 m if pool == "fuse" else f"{m} ({pool})"
@@ -257,9 +281,9 @@ def run_seed(
     return out
 
 
-def labels(truncate: list[float], extra: Sequence[str]) -> list[str]:
+def labels(truncate: list[str], extra: Sequence[str]) -> list[str]:
     """The rows `run_seed` makes: the honest team's, then the adversarial team's as 'adversary: <row>'."""
-    qs = [f"q{q:g}" for q in truncate]
+    qs = [qlabel(q) for q in truncate]
 
     def rows(adv: bool) -> list[str]:
         cpp = ["CPP", "CPP, final policy", *(f"CPP, truncated {q}" for q in qs)]
@@ -287,9 +311,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--items", type=int, help="arith test items evaluated per seed (default 200)")
     parser.add_argument(
         "--truncate",
-        type=float,
+        type=setting,
         nargs="+",
-        help="truncation quantiles (the first sets the matched cost; default 0.9 0.75)",
+        help="truncation settings, each a quantile or one per seat (0.85/0.95/0.95); the first sets the matched cost; default 0.9 0.75",
     )
     parser.add_argument("--out", default=str(ROOT / "runs" / "bench_cpp"), help="trainings (resumable)")
     parser.add_argument("--png", default=str(ROOT / "bench" / "cpp_pareto.png"))
@@ -302,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     start = time.perf_counter()
     with protocol.one_line():
         proto = protocol.from_flags(
-            args, "cpp", "arith", seeds=5, updates=80, items=200, truncate=[0.9, 0.75]
+            args, "cpp", "arith", seeds=5, updates=80, items=200, truncate=["0.9", "0.75"]
         )
     seeds = proto.train_seeds if proto else list(range(args.seeds))
     test_seeds = proto.test_seeds if proto else seeds  # each training's evaluation seed
@@ -341,7 +365,7 @@ def report(
     seconds: float,
     proto: Protocol | None = None,
 ) -> None:
-    q = f"q{args.truncate[0]:g}"
+    q = qlabel(args.truncate[0])
     if proto:
         print(protocol.header(args.protocol, proto))
     else:

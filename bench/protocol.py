@@ -18,11 +18,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 import actors.populations as populations
 from common.names import closest
 from debate.methods import build_method
+from debate.routers.cpp import seat_quantiles
 from sweep.config.errors import FIXES, ConfigError, model_or_error, validation_line
 from sweep.config.fields import NoBool, Seed
 from sweep.config.yaml_limits import read_yaml
@@ -33,6 +34,8 @@ LEDGER = "protocol.json"  # in a bench's results dir: the protocol file (by sha2
 DOCS = "bench/protocols/README.md"
 Label = Annotated[str, Field(min_length=1, max_length=200, strict=True)]
 Finite = Annotated[float, NoBool, Field(allow_inf_nan=False)]  # true is not 1.0
+# a CPP truncation setting: one quantile ("0.9") or one per seat ("0.85/0.95/0.95")
+Setting = Annotated[str, AfterValidator(lambda s: seat_quantiles(s) and s)]
 
 
 class _Strict(BaseModel):
@@ -84,6 +87,7 @@ class Protocol(_Strict):
     reward: dict[str, Finite]  # every coefficient, as the training resolves it
     baselines: list[Baseline] = []
     targets: Annotated[list[Target], Field(min_length=1)]
+    truncate: Annotated[list[Setting], Field(min_length=1)] | None = None  # the cpp bench's truncations
 
     @model_validator(mode="after")
     def _consistent(self) -> Protocol:

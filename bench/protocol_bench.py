@@ -38,6 +38,10 @@ def from_flags(args: Any, learner: str, dataset: str, **defaults: Any) -> Protoc
     if getattr(args, "sets", None):
         raise ConfigError("--set: the protocol's train.set and train.base_set are the training; drop --set")
     fixed = {"seeds": len(p.train_seeds), "items": p.test.items}
+    if p.truncate is not None:  # declared truncation settings (CPP)
+        if "truncate" not in defaults:
+            raise ConfigError("truncate: this bench runs no truncation (the cpp bench's setting); remove it")
+        fixed["truncate"] = list(p.truncate)
     for key, default in ((k, v) for k, v in defaults.items() if k not in TRAINING_FLAGS):
         value, given = fixed.get(key, default), getattr(args, key)
         if given is not None and given != value:

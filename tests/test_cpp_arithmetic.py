@@ -40,6 +40,14 @@ def test_caps_round_fractional_quantiles_up() -> None:
     }  # never below 1
 
 
+def test_caps_take_one_quantile_per_seat_when_given_a_sequence() -> None:
+    arch = PruningArch(3, hidden=4, output_lengths=((100, 200), (10, 20, 40), (5, 5)))
+    assert arch.caps((0.234, 0.5, 1.0)) == {0: 124, 1: 20, 2: 5}
+    assert arch.caps([1.0, 0.0, 0.5]) == {0: 200, 1: 10, 2: 5}
+    with pytest.raises(ValueError, match="2 truncation quantiles for 3 seats; give one per seat"):
+        arch.caps((0.5, 0.5))
+
+
 def test_the_router_caps_a_round_at_the_rounded_up_quantiles() -> None:
     arch = PruningArch(3, hidden=4, output_lengths=((100, 200), (10, 20, 40), (5, 5)))
     decision = truncation(
@@ -205,3 +213,60 @@ def test_gradients_are_clipped_at_max_grad_norm() -> None:
     full = -NORMED * (KEPT - P) / 6
     assert out["grad_norm"] == pytest.approx(float(np.linalg.norm(full)), rel=1e-6)  # before clipping
     np.testing.assert_allclose(logit_grad(net), full * 0.01 / np.linalg.norm(full), rtol=1e-4)
+
+
+# --- several steps per update: PPO's clipped surrogate (pg.clip > 0) ---
+
+
+def test_one_clipped_step_has_reinforces_gradient() -> None:
+    """rho = 1 at the first step and d rho = d log p: one epoch of one minibatch is REINFORCE."""
+    net = Logits(LOGITS)
+    out = step(net, [3.0, 1.0, 10.0, 4.0, -2.0, -2.0], 0.0, max_grad_norm=1e6, clip=0.2)
+    np.testing.assert_allclose(logit_grad(net), -NORMED * (KEPT - P) / 6, atol=1e-7)
+    assert out["steps"] == 1 and out["approx_kl"] == pytest.approx(0.0, abs=1e-12)
+
+
+def _climb(clip: float, epochs: int = 40) -> float:
+    """p(keep) of one kept action with advantage +1 after `epochs` SGD steps (lr 1) from p = 0.5."""
+    net = Logits([0.0])
+    batch = Actions(torch.zeros(1, dtype=torch.long), torch.zeros(1, 1), torch.zeros(1, 1),
+                    torch.ones(1), torch.ones(1), torch.zeros(1, dtype=torch.long), {})  # fmt: skip
+    setup = cast(TrainSetup, SimpleNamespace(section={"pg": PGConfig(
+        norm_returns=False, epochs=epochs, clip=clip, max_grad_norm=1e6)}.get))  # fmt: skip
+    out = pg_update(cast(PruningNet, net), torch.optim.SGD(net.parameters(), lr=1.0), batch, setup, 0.0)
+    assert out["steps"] == epochs
+    return float(torch.sigmoid(net.logit.detach())[0])
+
+
+def test_the_clip_stops_a_reused_sample_from_pulling_the_policy_far() -> None:
+    # the ratio p / 0.5 stops earning gradient past 1 + clip: p ends just past 0.6 (one step's overshoot)
+    assert 0.6 < _climb(0.2) < 0.7
+    assert _climb(10.0) > 0.95  # a clip that never binds: the same steps run on, far off-policy
+
+
+def test_minibatches_split_the_batch_and_the_shuffle_is_the_updates() -> None:
+    def run(update: int) -> tuple[dict[str, float], np.ndarray]:
+        net = Logits(LOGITS)
+        size = len(LOGITS)
+        batch = Actions(torch.arange(size), torch.zeros(size, 1), torch.zeros(size, 1),
+                        torch.tensor(KEPT, dtype=torch.float32), torch.tensor([3.0, 1, 10, 4, -2, -2]),
+                        torch.tensor([0, 0, 1, 1, 2, 2]), {})  # fmt: skip
+        setup = cast(
+            TrainSetup, SimpleNamespace(section={"pg": PGConfig(epochs=2, minibatches=3, clip=0.2)}.get)
+        )
+        out = pg_update(
+            cast(PruningNet, net), torch.optim.Adam(net.parameters(), lr=0.1), batch, setup, 0.0, update
+        )
+        return out, net.logit.detach().numpy().copy()
+
+    (out, a), (_, b), (_, c) = run(1), run(1), run(2)
+    assert out["steps"] == 6 and 0 <= out["clip_fraction"] <= 1 and out["approx_kl"] > 0
+    np.testing.assert_array_equal(a, b)  # a resumed update reshuffles alike
+    assert not np.array_equal(a, c)  # another update, another shuffle (Adam's steps see other parts)
+
+
+def test_reusing_samples_without_the_clip_is_refused() -> None:
+    for keys in ({"epochs": 2}, {"minibatches": 4}):
+        with pytest.raises(ValueError, match="pg.clip: epochs or minibatches > 1 reuse samples off-policy"):
+            PGConfig(**keys)
+    assert PGConfig(epochs=4, minibatches=4, clip=0.2).clip == 0.2

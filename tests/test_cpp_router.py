@@ -157,3 +157,91 @@ def test_the_response_text_is_what_the_prompt_shows() -> None:
     view = View("42", 4, "Because six times seven.")
     text = response_text(view, 1)
     assert text.startswith("Agent 2\n") and "Answer: 42" in text and "Confidence: 4" in text
+
+
+# --- the paper's main method: no seat tell, per-seat truncation (issue 32) ---
+
+
+class Spy:
+    """A hashed encoder that keeps every text it embeds."""
+
+    def __init__(self) -> None:
+        from actors.encoders import HashedEncoder
+
+        self.inner, self.texts = HashedEncoder(), []
+        self.name, self.dim = "hashed", 384
+
+    async def embed(self, texts: Any) -> Any:
+        self.texts += list(texts)
+        return await self.inner.embed(texts)
+
+
+def test_without_the_author_tag_the_policy_reads_no_seat() -> None:
+    from debate.encoders import set_provider
+
+    view = View("42", 4, "Because six times seven.")
+    assert (
+        response_text(view, 1, tag=False) == "Answer: 42\nConfidence: 4\nReasoning: Because six times seven."
+    )
+    for tag, headed in ((False, False), (None, True), (True, True)):
+        spy = Spy()
+        previous = set_provider(lambda name, s=spy: s)
+        try:
+            episode(build_method("cpp", {"init_seed": 3, "author_tag": tag}), team()[0])
+        finally:
+            set_provider(previous)
+        responses = [t for t in spy.texts if "\nConfidence: " in t and "\n\n" not in t]
+        assert responses and all(t.startswith("Agent ") == headed for t in responses), tag
+
+
+def test_a_checkpoint_carries_its_author_tag_and_a_contradicting_argument_is_refused(tmp_path: Any) -> None:
+    tagged = PruningArch(3, hidden=16)
+    assert "author_tag" not in tagged.to_dict()  # the default: checkpoints' bytes as before the option
+    untagged = PruningArch(3, hidden=16, author_tag=False)
+    assert PruningArch.from_dict(untagged.to_dict()) == untagged
+    path = tmp_path / "untagged.npz"
+    ckpt.save_checkpoint(path, untagged.to_dict(), weights_of(build(untagged, 0)), {"test": True})
+    assert build_method("cpp", {"checkpoint": str(path)}).router.pruner(3).arch.author_tag is False
+    assert build_method("cpp", {"checkpoint": str(path), "author_tag": False}).router.pruner(3)
+    with pytest.raises(ValueError, match="author_tag false; set author_tag to that or leave it out"):
+        build_method("cpp", {"checkpoint": str(path), "author_tag": True}).router.pruner(3)
+    with pytest.raises(ValueError, match="author_tag must be true, false or null"):
+        build_method("cpp", {"author_tag": 1})
+
+
+def test_the_added_arguments_leave_old_ids_alone() -> None:
+    old = dict(build_method("cpp").spec.identity()["args"])
+    assert "author_tag" not in old and "truncate_seats" not in old
+    same = build_method("cpp", {"author_tag": None, "truncate_seats": ""}).spec.identity()
+    assert dict(same["args"]) == old
+    assert dict(build_method("cpp", {"author_tag": False}).spec.identity()["args"])["author_tag"] is False
+    assert "truncate_seats" in dict(
+        build_method("cpp", {"truncate_seats": "0.5/0.5/0.5"}).spec.identity()["args"]
+    )
+
+
+def test_truncate_seats_caps_each_seat_at_its_own_quantile(tmp_path: Any) -> None:
+    ref = _arch_with_lengths(tmp_path, ((10, 20, 30, 40), (100, 200, 300, 400), (7, 7, 7, 7)))
+    agents, rec = team(verbosity=8.0)
+    res = episode(build_method("cpp", {"checkpoint": ref, "truncate_seats": "1/0.5/0.5"}), agents, rounds=2)
+    caps = {0: 40, 1: 250, 2: 7}  # seat 0 at its maximum, the others at their medians
+    for i, r in enumerate(rec):
+        assert {q.hints["round"]: q.max_tokens for q in r.requests} == {0: caps[i], 1: caps[i], 2: 512}
+    assert res.trajectory[0].decision.record["truncate"] == "1/0.5/0.5"
+    with pytest.raises(ValueError, match="2 truncation quantiles for 3 seats"):
+        episode(build_method("cpp", {"checkpoint": ref, "truncate_seats": "0.5/0.5"}), team()[0])
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ({"truncate_seats": "0.85/x/0.95"}, "truncate_seats must be one quantile in \\(0, 1\\] per seat"),
+        ({"truncate_seats": "0.85/1.5/0.95"}, "truncate_seats must be"),
+        ({"truncate_seats": "0/0.5/0.5"}, "truncate_seats must be"),
+        ({"truncate_seats": "0.5/0.5/0.5", "truncate": 0.9}, "not both"),
+    ],
+)
+def test_bad_truncate_seats_are_one_line_errors(args: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message) as e:
+        build_method("cpp", args)
+    assert "\n" not in str(e.value)

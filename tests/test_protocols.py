@@ -385,3 +385,90 @@ def test_rumad_bench_end_to_end_under_a_protocol(tmp_path: Path, capsys: pytest.
         bench.main(argv)
     assert e.value.code == 2
     assert "changed after its results were first written in" in capsys.readouterr().err
+
+
+def _cpp_example(raw: dict[str, Any]) -> None:
+    """The example turned into a CPP protocol declaring its truncation settings."""
+    raw |= {"learner": "cpp", "population": "cpp", "population_digest": load_population("cpp").digest}
+    raw["train"] = {"config": "examples/train_cpp_main.yaml", "set": [], "base_set": [], "dataset": "arith"}
+    raw["train"] |= {"split": "train", "limit": 1000}
+    raw["test"] = {"dataset": "arith", "split": "test", "items": 5, "shuffle_seed": 0}
+    raw["reward"] = {"k": 1.0, "a": 1.0, "round_scale": 1.5, "beta": 0.9, "gamma": 0.9, "prune_flip": 0.0}
+    raw["baselines"] = []
+    raw["targets"] = [{"compare": "CPP", "against": "Full-Debate", "metric": "accuracy", "direction": ">="}]
+    raw["truncate"] = ["0.85/0.95/0.95", "0.9"]
+
+
+def test_a_cpp_protocol_declares_its_truncation_settings(tmp_path: Path) -> None:
+    path = write(tmp_path, _cpp_example)
+    assert load_protocol(path).truncate == ["0.85/0.95/0.95", "0.9"]
+    args = flags(protocol=str(path), truncate=None)
+    from_flags(args, "cpp", "arith", seeds=5, updates=80, items=200, truncate=["0.9", "0.75"])
+    assert args.truncate == ["0.85/0.95/0.95", "0.9"]
+    args = flags(protocol=str(path), truncate=["0.9", "0.75"])
+    line = refusal(lambda: from_flags(args, "cpp", "arith", seeds=5, updates=80, items=200, truncate=["0.9"]))
+    assert line.startswith("--truncate: ['0.9', '0.75'] contradicts protocol protocol_example"), line
+    bad = write(tmp_path, lambda r: (_cpp_example(r), r.update(truncate=["0.85/2/0.95"])))
+    line = refusal(lambda: load_protocol(bad))
+    assert line.startswith("truncate[0]: cpp: truncate_seats must be one quantile in (0, 1] per seat"), line
+    rumad = flags(protocol=str(write(tmp_path, lambda r: r.update(truncate=["0.9"]))))
+    line = refusal(lambda: from_flags(rumad, "rumad", "mmlu", seeds=5, updates=150, items=300))
+    assert line.startswith("truncate: this bench runs no truncation (the cpp bench's setting)"), line
+
+
+def test_the_cpp_bench_labels_per_seat_truncation_as_the_paper_does() -> None:
+    bench = _bench("cpp_vs_full")
+    assert bench.qlabel("0.85/0.95/0.95") == "q85/q95/q95" and bench.qlabel("0.9") == "q0.9"
+    assert bench.cut("0.85/0.95/0.95") == {"truncate_seats": "0.85/0.95/0.95"}
+    assert bench.cut("0.75") == {"truncate": 0.75}
+    rows = bench.labels(["0.85/0.95/0.95"], ["never keep the adversary"])
+    assert "CPP, truncated q85/q95/q95" in rows and "adversary: Adv-CPP, truncated q85/q95/q95" in rows
+    assert "adversary: never keep the adversary" in rows
+    with pytest.raises(argparse.ArgumentTypeError, match="truncate_seats must be"):
+        bench.setting("0.5/x")
+
+
+def test_the_shipped_cpp_main_protocol_loads_and_resolves(tmp_path: Path) -> None:
+    from bench.protocol_bench import check_setup as check
+
+    path = ROOT / "bench" / "protocols" / "cpp-v5-main.yaml"
+    p = load_protocol(path)
+    config, sets, base = p.training(p.train_seeds[0])
+    check(p, load_train(config, sets, base, str(tmp_path / "t")), 2)
+
+
+@pytest.mark.slow
+def test_cpp_bench_end_to_end_under_a_protocol_with_per_seat_truncation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def tiny(raw: dict[str, Any]) -> None:
+        _cpp_example(raw)
+        raw["train"]["set"] = ["cpp.encoder=hashed", "cpp.behaviour_items=4", "pg.updates=1"]
+        raw["train"]["set"] += ["pg.episodes_per_update=4", "eval_every=0"]
+        raw["baselines"] = [
+            {"label": "never keep the adversary", "method": "never_keep", "args": {"seat": 1}}
+        ]
+        raw["targets"] += [
+            {"compare": "CPP, truncated q85/q95/q95", "against": "Full-Debate", "metric": "cost",
+             "direction": "<=", "margin": -0.2, "relative": True},
+            {"compare": "adversary: Adv-CPP", "against": "adversary: never keep the adversary",
+             "metric": "accuracy", "direction": ">="},
+        ]  # fmt: skip
+
+    bench = _bench("cpp_vs_full")
+    path, out = write(tmp_path, tiny), tmp_path / "out"
+    bench.main(["--protocol", str(path), "--out", str(out), "--png", str(tmp_path / "p.png"), "--jobs", "1"])
+    printed = capsys.readouterr().out
+    assert printed.startswith(
+        f"protocol protocol_example ({path}, sha256 {protocol_hash(path)}): population cpp"
+    )
+    for row in (
+        "CPP, truncated q85/q95/q95",
+        "Full-Debate, truncated q0.9",
+        "Adv-CPP, truncated q85/q95/q95",
+    ):
+        assert f"| {row} |" in printed, row
+    table = printed.split("### declared targets (protocol protocol_example)")[1]
+    assert "| CPP, truncated q85/q95/q95 cost − Full-Debate <= -20.0% |" in table
+    assert "adversary: Adv-CPP accuracy − adversary: never keep the adversary" in table
+    assert re.search(r"\d of 3 targets pass", table)

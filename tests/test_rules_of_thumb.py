@@ -27,7 +27,7 @@ from debate.episode import Agent, run_episode
 from debate.methods import build_method
 from debate.routers.base import route_now
 from debate.routers.oracle import Oracle
-from debate.routers.rules import ConfidenceKeep, LeastConfident, least_confident
+from debate.routers.rules import ConfidenceKeep, LeastConfident, NeverKeep, least_confident
 from debate.state import DebateState, View
 from debate.trajectory import EpisodeResult
 from debate.vote import majority_vote
@@ -162,6 +162,19 @@ def test_confidence_keep_keeps_and_hides_exactly_by_its_thresholds() -> None:
         build_method("confidence_keep", {"keep_at": 0})
     with pytest.raises(ValueError, match="hide_own_at"):
         build_method("confidence_keep", {"hide_own_at": 6})
+
+
+def test_never_keep_drops_exactly_one_seats_responses() -> None:
+    s = state_with("1234", (1, 5, 3, 2))
+    d = route_now(NeverKeep(seat=1), s, RNG)
+    assert d.graph.edges == {(s, t) for s in (0, 2, 3) for t in range(4) if s != t}
+    assert not d.hidden_own and d.active is None  # seat 1 keeps its own; everyone speaks
+    assert d.record["keep"][1][0] == [1, True, 1.0] and d.record["keep"][0][1] == [1, False, 0.0]
+    assert sum(e[1] for row in d.record["keep"] for e in row) == 16 - 3
+    with pytest.raises(ValueError, match="seat 4 is not in a team of 4"):
+        route_now(NeverKeep(seat=4), s, RNG)
+    with pytest.raises(ValueError, match="never_keep: seat must be"):
+        build_method("never_keep", {"seat": -1})
 
 
 def test_confidence_keep_prompts_show_what_the_thresholds_keep() -> None:

@@ -86,6 +86,11 @@ def run(path: Path, *sets: str, **kw: Any) -> Any:
         (["cpp.encoder=word2vec"], "unknown encoder"),
         (["pg.entropy_decay=0"], "pg.entropy_decay"),
         (["pg.lrr=1"], "did you mean 'lr'"),
+        (["pg.epochs=4"], "pg.clip: epochs or minibatches > 1 reuse samples off-policy; set pg.clip"),
+        (["pg.minibatches=2", "pg.clip=0"], "pg.clip: epochs or minibatches > 1"),
+        (["pg.clip=-0.1"], "pg.clip"),
+        (["pg.epochs=0", "pg.clip=0.2"], "pg.epochs"),
+        (["method.args.author_tag=2"], "author_tag must be true, false or null"),
     ],
 )
 def test_bad_cpp_training_configs_are_one_line_errors(tmp_path: Path, sets: list[str], message: str) -> None:
@@ -240,3 +245,36 @@ def test_training_learns_what_its_reward_asks(tmp_path: Path) -> None:
     h = run(write(tmp_path), *sets).history
     first, last = np.mean([x["keep_rate"] for x in h[:3]]), np.mean([x["keep_rate"] for x in h[-3:]])
     assert last < first - 0.1, (first, last)
+
+
+def test_encoder_auto_is_minilm_where_installed_else_hashed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sweep.train import pg_config
+    from sweep.train.pg_config import CppPolicyConfig
+
+    for installed, want in ((True, "minilm"), (False, "hashed")):
+        monkeypatch.setattr(pg_config, "minilm_installed", lambda i=installed: i)
+        setup = load_train(write(tmp_path), ["cpp.encoder=auto"])
+        assert setup.section("cpp", CppPolicyConfig).encoder == want
+        # the fingerprint names the encoder resolved, not "auto": each install's training is its own
+        assert setup.fingerprint() == load_train(write(tmp_path), [f"cpp.encoder={want}"]).fingerprint()
+
+
+def test_the_main_methods_training_reads_no_seat_and_takes_several_clipped_steps(tmp_path: Path) -> None:
+    """author_tag false reaches the behaviour embeddings, the rollouts and the checkpoint; epochs x
+    minibatches clipped steps run per update."""
+    from debate.encoders import set_provider
+    from tests.test_cpp_router import Spy
+
+    spy = Spy()
+    previous = set_provider(lambda name: spy)
+    try:
+        sets = ["pg.updates=2", "pg.epochs=2", "pg.minibatches=3", "pg.clip=0.2", "eval_every=0"]
+        out = run(write(tmp_path, method={"name": "cpp", "args": {"author_tag": False}}), *sets)
+    finally:
+        set_provider(previous)
+    responses = [t for t in spy.texts if t.startswith(("Answer: ", "Agent "))]
+    assert responses and not any(t.startswith("Agent ") for t in responses)
+    assert all(h["steps"] == 6 and "approx_kl" in h for h in out.history)
+    assert PruningArch.from_dict(ckpt.load(str(out.policy)).arch).author_tag is False

@@ -47,6 +47,13 @@ EXAMPLES = {
     ("train_cpp_simulated.yaml", ("ppo.lr=0.5", "policy.hidden=8")): "4723ea3a7de8478d",
     ("train_cpp_simulated.yaml", ("algorithm=null",)): "fafce78661b63717",  # CPP's keeps `algorithm`
     ("train_cpp_cpu.yaml", ()): "a36d838f665ff758",
+    # keys added later (pg.epochs, pg.minibatches, pg.clip), at their defaults: the fingerprint as before
+    ("train_cpp_simulated.yaml", ("pg.epochs=1", "pg.minibatches=1", "pg.clip=0")): "4723ea3a7de8478d",
+    ("train_cpp_simulated.yaml", ("pg.clip=0.2",)): "569106700175fa5d",
+    (
+        "train_cpp_main.yaml",
+        ("cpp.encoder=hashed",),
+    ): "500f0bf394c4a441",  # bench/protocols/cpp-v5-main.yaml's
 }
 # the same, of the small trainings of tests/test_train.py and tests/test_train_cpp.py (files of their own)
 SMALL = {
@@ -145,7 +152,11 @@ def test_the_config_validates_without_torch() -> None:
 
 SHARED = [
     *(ROOT / "sweep" / "study").glob("*.py"),
-    *(p for p in (ROOT / "sweep" / "train").glob("*.py") if p.stem not in {"ppo", "pg", "behaviour"}),
+    *(
+        p
+        for p in (ROOT / "sweep" / "train").glob("*.py")
+        if p.stem not in {"ppo", "pg", "pg_update", "behaviour"}
+    ),
 ]
 OWN = {"ppo_config.py", "pg_config.py"}  # each trainer's entry names itself
 ALLOWED = {("config.py", "rumad")}  # `method:`'s default, as before the table
@@ -153,7 +164,7 @@ ALLOWED = {("config.py", "rumad")}  # `method:`'s default, as before the table
 
 def test_the_shared_training_code_names_no_trainer() -> None:
     """No `if algorithm == "ppo"`: a trainer's name, method or section key appears as a string only in
-    its own files (ppo.py, pg.py with behaviour.py, and their `*_config.py` entries)."""
+    its own files (ppo.py, pg.py with pg_update.py and behaviour.py, and their `*_config.py` entries)."""
     names = {n for t in TRAINERS.values() for n in (t.method, t.name, *t.sections)}
     found = sorted(
         (p.name, node.value)

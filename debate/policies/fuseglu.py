@@ -102,8 +102,9 @@ class Pruner:
 _BUILT: dict[tuple[Any, ...], Pruner] = {}
 
 
-def pruner_for(ref: str, init_seed: int, encoder: str, n: int) -> Pruner:
-    """The policy of checkpoint `ref`, or (`ref == ""`) the untrained one for n seats from `init_seed`."""
+def pruner_for(ref: str, init_seed: int, encoder: str, n: int, author_tag: bool = True) -> Pruner:
+    """The policy of checkpoint `ref`, or (`ref == ""`) the untrained one for n seats from `init_seed`,
+    reading responses with their author when `author_tag`."""
     if torch.get_num_threads() != 1:
         torch.set_num_threads(1)  # a small network beside the engines: one thread is fastest
     if ref:
@@ -118,7 +119,8 @@ def pruner_for(ref: str, init_seed: int, encoder: str, n: int) -> Pruner:
             load_weights(net, ck.weights)
             _BUILT[key] = Pruner(net.eval(), ck.digest)
         return _BUILT[key]
-    key = ("init", init_seed, encoder, n)
+    key = ("init", init_seed, encoder, n, author_tag)
     if key not in _BUILT:
-        _BUILT[key] = Pruner(build(PruningArch(n, encoder=encoder), init_seed).eval(), f"init-{init_seed}")
+        arch = PruningArch(n, encoder=encoder, author_tag=author_tag)
+        _BUILT[key] = Pruner(build(arch, init_seed).eval(), f"init-{init_seed}")
     return _BUILT[key]

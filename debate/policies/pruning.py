@@ -1,12 +1,15 @@
 """What a CPP pruning policy is, without torch: its sizes, the sentence encoder its embeddings come
-from, the team it was made for (one behaviour embedding per seat), and each seat's output lengths on
-the validation questions its behaviour embeddings were initialised from (App. C's truncation reads
-their quantiles). Config validation, checkpoints and truncation caps read this without loading torch.
+from, whether the response texts it reads are headed by their author ("Agent 2": a seat tell the
+paper's main method does not have), the team it was made for (one behaviour embedding per seat), and
+each seat's output lengths on the validation questions its behaviour embeddings were initialised from
+(App. C's truncation reads their quantiles). Config validation, checkpoints and truncation caps read
+this without loading torch.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -26,32 +29,43 @@ class PruningArch:
     seat_models: tuple[str, ...] = ()
     output_lengths: tuple[tuple[int, ...], ...] = ()  # per seat: completion tokens on validation items
     kind: str = field(default=KIND)
+    author_tag: bool = True  # responses read as "Agent N\n..." (the policies made before the option)
 
     def __post_init__(self) -> None:
         if self.kind != KIND:
             raise ValueError(f"not a CPP policy (kind {self.kind!r})")
         if self.n_agents < 2 or self.dim < 1 or self.hidden < 1:
             raise ValueError("cpp policy: n_agents must be >= 2, dim and hidden >= 1")
+        if not isinstance(self.author_tag, bool):
+            raise ValueError(f"cpp policy: author_tag must be true or false, got {self.author_tag!r}")
         for name in ("seat_models", "output_lengths"):  # own fields, by name
             value = getattr(self, name)
             if value and len(value) != self.n_agents:
                 raise ValueError(f"cpp policy: {name} must have one entry per seat ({self.n_agents})")
 
-    def caps(self, quantile: float) -> dict[int, int]:
-        """Seat -> output cap: the `quantile` of its validation output lengths (rounded up)."""
+    def caps(self, quantile: float | Sequence[float]) -> dict[int, int]:
+        """Seat -> output cap: the `quantile` of its validation output lengths (rounded up); a
+        sequence gives each seat its own quantile, in seat order (the paper's q85/q95/q95)."""
         if not self.output_lengths:
             raise ValueError(
                 "cpp: truncation needs a checkpoint with validation output lengths (sweep train writes them)"
             )
+        qs = [float(quantile)] * self.n_agents if isinstance(quantile, int | float) else list(quantile)
+        if len(qs) != self.n_agents:
+            raise ValueError(
+                f"cpp: {len(qs)} truncation quantiles for {self.n_agents} seats; give one per seat"
+            )
         return {
-            i: max(1, math.ceil(float(np.quantile(np.asarray(lengths, dtype=float), quantile))))
-            for i, lengths in enumerate(self.output_lengths)
+            i: max(1, math.ceil(float(np.quantile(np.asarray(lengths, dtype=float), q))))
+            for i, (lengths, q) in enumerate(zip(self.output_lengths, qs, strict=True))
         }
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["seat_models"] = list(self.seat_models)
         d["output_lengths"] = [list(x) for x in self.output_lengths]
+        if self.author_tag:  # the default: a checkpoint's bytes stay what they were before the option
+            del d["author_tag"]
         return d
 
     @classmethod

@@ -14,9 +14,14 @@ response when p >= `threshold` (no draw, so a checkpoint gives the same episodes
 Output truncation (App. C): with `truncate` = q in (0, 1], every round but the last (round 0
 included, through `opening`) caps each seat's output at the q-quantile of that seat's output lengths
 on the validation questions the checkpoint's behaviour embeddings came from; the last round is never
-capped. `checkpoint` names a policy file (`sweep train` with method cpp writes them; ids hash its
-content); `""` is the untrained network from `init_seed`, embedding with `encoder` (`hashed` unless
-given), which has no output lengths to truncate by. `protocol` must be `update`.
+capped. `truncate_seats` gives each seat its own quantile instead, in seat order, "/"-separated (the
+paper's q85/q95/q95 for Grok/GPT/Mistral is "0.85/0.95/0.95" on a team seated in that order).
+`checkpoint` names a policy file (`sweep train` with method cpp writes them; ids hash its content);
+`""` is the untrained network from `init_seed`, embedding with `encoder` (`hashed` unless given),
+which has no output lengths to truncate by. `author_tag`: whether the response texts the policy reads
+start with their author ("Agent 2") — true for every policy made before the option, false for the
+paper's main method (it encodes the response alone); null (the default) takes the checkpoint's
+setting (an untrained network: true), an explicit value must match it. `protocol` must be `update`.
 """
 
 from __future__ import annotations
@@ -45,14 +50,30 @@ def _update_only(args: Mapping[str, Any]) -> None:
         )
 
 
-def response_text(view: View, author: int) -> str:
+def response_text(view: View, author: int, tag: bool = True) -> str:
     """A previous-round response as the policy reads it: as the `update` prompt shows it, headed by
-    its author ("Agent 2"). The author is ours (the paper encodes "the response"): it lets an agent's
-    behaviour embedding — initialised from replies headed by its own name — tell its own response
-    from the others', which the decision order alone does not give the network."""
+    its author ("Agent 2") when `tag`. The author is ours (the paper encodes "the response"): it lets
+    an agent's behaviour embedding — initialised from replies headed by its own name — tell its own
+    response from the others', which the decision order alone does not give the network; it is also a
+    seat tell, a shortcut past the content, so the main method's policies read responses without it."""
     answer = view.answer if view.answer is not None else "(no answer)"
     reasoning = view.reasoning.strip()[:MAX_RESPONSE_CHARS]
-    return f"Agent {author + 1}\nAnswer: {answer}\nConfidence: {view.confidence}\nReasoning: {reasoning}"
+    head = f"Agent {author + 1}\n" if tag else ""
+    return f"{head}Answer: {answer}\nConfidence: {view.confidence}\nReasoning: {reasoning}"
+
+
+def seat_quantiles(spec: str) -> tuple[float, ...]:
+    """`truncate_seats` ("0.85/0.95/0.95") as quantiles; ValueError naming the field and the fix."""
+    try:
+        qs = tuple(float(x) for x in spec.split("/"))
+    except ValueError:
+        qs = ()
+    if not qs or not all(0.0 < q <= 1.0 for q in qs):
+        raise ValueError(
+            f"cpp: truncate_seats must be one quantile in (0, 1] per seat, '/'-separated (e.g. "
+            f"'0.85/0.95/0.95'), got '{spec}'"
+        )
+    return qs
 
 
 def query_text(question: str, kept: Sequence[str]) -> str:
@@ -70,11 +91,23 @@ class CppRouter:
     encoder: str = ""
     truncate: float = 0.0
     threshold: float = 0.5
+    author_tag: bool | None = None
+    truncate_seats: str = ""
     LABEL: ClassVar[tuple[str, ...]] = ("truncate",)
+    # arguments added after episodes were stored: ids leave them out while they hold these values
+    ADDED: ClassVar[dict[str, Any]] = {"author_tag": None, "truncate_seats": ""}
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.truncate <= 1.0:
             raise ValueError(f"cpp: truncate must be a quantile in (0, 1] or 0 (off), got {self.truncate}")
+        if self.truncate_seats:
+            seat_quantiles(self.truncate_seats)
+            if self.truncate:
+                raise ValueError(
+                    "cpp: give truncate (one quantile) or truncate_seats (one per seat), not both"
+                )
+        if self.author_tag is not None and not isinstance(self.author_tag, bool):
+            raise ValueError(f"cpp: author_tag must be true, false or null, got {self.author_tag!r}")
         if not 0.0 < self.threshold < 1.0:
             raise ValueError(f"cpp: threshold must be in (0, 1), got {self.threshold}")
         if self.encoder not in ("", "hashed", "minilm"):
@@ -89,10 +122,20 @@ class CppRouter:
     def pruner(self, n: int) -> Any:
         from debate.policies.fuseglu import pruner_for  # torch: only once a policy is built
 
-        policy = pruner_for(self.checkpoint, self.init_seed, self.encoder or "hashed", n)
+        tag = True if self.author_tag is None else self.author_tag
+        policy = pruner_for(self.checkpoint, self.init_seed, self.encoder or "hashed", n, tag)
         if self.encoder and policy.arch.encoder != self.encoder:
             raise ValueError(f"cpp: the checkpoint embeds with '{policy.arch.encoder}', not '{self.encoder}'")
+        if self.author_tag is not None and policy.arch.author_tag != self.author_tag:
+            raise ValueError(
+                f"cpp: the checkpoint reads responses with author_tag {str(policy.arch.author_tag).lower()}; "
+                "set author_tag to that or leave it out"
+            )
         return policy
+
+    @property
+    def truncating(self) -> bool:
+        return bool(self.truncate or self.truncate_seats)
 
     def opening(self, state: DebateState) -> Decision | None:
         return truncation(self, self.pruner(state.n), state, 0)
@@ -103,15 +146,15 @@ class CppRouter:
 
 def truncation(params: CppRouter, policy: Any, state: DebateState, r: int) -> Decision | None:
     """Round 0's decision when its outputs are capped (None otherwise): no edges, the caps."""
-    if not params.truncate or (state.rounds is not None and r >= state.rounds):
+    if not params.truncating or (state.rounds is not None and r >= state.rounds):
         return None
-    return Decision(
-        Graph(state.n), max_tokens=_caps(params, policy, state.n), record={"truncate": params.truncate}
-    )
+    said: Any = params.truncate or params.truncate_seats
+    return Decision(Graph(state.n), max_tokens=_caps(params, policy, state.n), record={"truncate": said})
 
 
 def _caps(params: CppRouter, policy: Any, n: int) -> dict[int, int]:
-    caps = policy.arch.caps(params.truncate)
+    quantiles = seat_quantiles(params.truncate_seats) if params.truncate_seats else params.truncate
+    caps = policy.arch.caps(quantiles)  # one quantile per seat: checked against the policy's seats
     if len(caps) != n:
         raise ValueError(f"cpp: the checkpoint was made for {len(caps)} seats, the team has {n}")
     return caps
@@ -128,7 +171,7 @@ async def decide(
     if policy.arch.n_agents != n:
         raise ValueError(f"cpp: the policy was made for {policy.arch.n_agents} seats, the team has {n}")
     encoder = encoder_for(policy.arch.encoder)
-    texts = [response_text(v, j) for j, v in enumerate(state.latest)]
+    texts = [response_text(v, j, policy.arch.author_tag) for j, v in enumerate(state.latest)]
     responses = await encoder.embed(texts)
     kept: list[list[int]] = [[] for _ in range(n)]
     keep = [[[0, False, 0.0] for _ in range(n)] for _ in range(n)]
@@ -149,7 +192,7 @@ async def decide(
     edges = [(j, i) for i in range(n) for j in kept[i] if j != i]
     hidden = frozenset(i for i in range(n) if i not in kept[i])
     last = state.rounds is not None and r >= state.rounds
-    caps = _caps(params, policy, n) if params.truncate and not last else None
+    caps = _caps(params, policy, n) if params.truncating and not last else None
     record = {
         "keep": keep,
         "logp": logp,

@@ -14,6 +14,10 @@
   its own previous response when its own confidence <= `hide_own_at`. Every agent speaks every round.
   It stands for what CPP's pruner could learn from confidence alone; its decision record has CPP's
   shape (`keep[i][k] = [candidate, kept, p]`, p 1 or 0), so CPP's reward reads it. Protocol `update`.
+- `never_keep` — Full-Debate with one seat's responses never kept: every agent keeps every previous
+  response (its own included) except seat `seat`'s, which no other agent sees. With `seat` the
+  adversarial seat it is the rule of thumb Adv-CPP is read against ("never keep the adversary"): it
+  knows which seat is adversarial, which CPP has to learn. Its decision record has CPP's shape.
 
 None draws from the router rng: given the seed (the engines' call seeds), each gives the same episodes.
 """
@@ -119,3 +123,27 @@ class ConfidenceKeep:
             "keep": [[[order(i, n)[k], keep[i][k], float(keep[i][k])] for k in range(n)] for i in range(n)]
         }
         return Decision(Graph(n, edges), record=record, hidden_own=hidden)
+
+
+@method("never_keep", summary="Full-Debate, but no agent keeps one seat's responses (a rule)")
+@dataclass(frozen=True)
+class NeverKeep:
+    """Every agent keeps every previous response but seat `seat`'s (see the module docstring)."""
+
+    seat: int = 1
+    LABEL: ClassVar[tuple[str, ...]] = ("seat",)
+
+    def __post_init__(self) -> None:
+        if self.seat < 0:
+            raise ValueError(f"never_keep: seat must be a seat index >= 0, got {self.seat}")
+
+    async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
+        n = state.n
+        if self.seat >= n:
+            raise ValueError(f"never_keep: seat {self.seat} is not in a team of {n}; give a seat below {n}")
+        keep = [[j == i or j != self.seat for j in order(i, n)] for i in range(n)]  # keep[i][k]: order(i)[k]
+        edges = [(order(i, n)[k], i) for i in range(n) for k in range(1, n) if keep[i][k]]
+        record = {
+            "keep": [[[order(i, n)[k], keep[i][k], float(keep[i][k])] for k in range(n)] for i in range(n)]
+        }
+        return Decision(Graph(n, edges), record=record)

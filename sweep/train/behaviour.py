@@ -1,7 +1,8 @@
 """CPP's behaviour embeddings and output statistics, from validation questions (§3.1.1, App. C):
 every seat of the team answers `behaviour_items` questions on its own (round 0, the same calls — and
 call seeds — as a debate's first round on those items, so the call cache serves them); each seat's
-replies, read as the pruning policy reads responses, are encoded and averaged into its initial
+replies, read as the pruning policy reads responses (headed by their author or not, as the method's
+`author_tag` says), are encoded and averaged into its initial
 behaviour embedding, and their completion-token counts are the lengths truncation takes quantiles of."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from data.grading.graders import grader_for
 from debate.encoders import encoder_for
 from debate.episode import Agent, run_episode
 from debate.methods import build_method
-from debate.routers.cpp import response_text
+from debate.routers.cpp import CppRouter, response_text
 from debate.state import next_view
 from sweep.config.sweep import ConfigError
 from sweep.train.config import TrainSetup
@@ -31,6 +32,13 @@ def seats(setup: TrainSetup, agents: Mapping[str, Agent]) -> list[Agent]:
         replace(agents[m], adversarial=True) if i in adversaries else agents[m]
         for i, m in enumerate(setup.base.team())
     ]
+
+
+def author_tag(setup: TrainSetup) -> bool:
+    """Whether the trained policy reads responses headed by their author: the method's `author_tag`
+    (null: true, as every policy before the option)."""
+    router = setup.method.router
+    return not isinstance(router, CppRouter) or router.author_tag is not False
 
 
 async def behaviour(
@@ -49,11 +57,14 @@ async def behaviour(
         "cot_sc", {"m": len(team), "prompt_style": style}
     )  # round 0 only, one call per seat
     seed, sem = setup.base.seeds[0], asyncio.Semaphore(setup.base.concurrency)
+    tag = author_tag(setup)
 
     async def one(sample: object) -> list[tuple[int, str, int]]:
         async with sem:
             res = await run_episode(answer, team, sample, grader_for(sample), seed, 0, ds.name)  # type: ignore[arg-type]
-        return [(t.agent, response_text(next_view(None, t), t.agent), t.completion_tokens) for t in res.turns]
+        return [
+            (t.agent, response_text(next_view(None, t), t.agent, tag), t.completion_tokens) for t in res.turns
+        ]
 
     rows = [r for rs in await asyncio.gather(*(one(s) for s in samples)) for r in rs]
     encoder = encoder_for(cfg.encoder)

