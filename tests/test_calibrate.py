@@ -325,3 +325,15 @@ def test_the_coordinate_search_moves_each_parameter_toward_its_rows(targets_file
     assert score(found) < score(start)
     assert found["skill.a.arith"] > start["skill.a.arith"] + 0.5  # row A asks for 95 %
     assert start_values(t)["skill.a.arith"] > 0  # the start reads row A's 95 % as a high skill
+
+
+def test_a_checkpoint_label_may_hold_an_equals_sign() -> None:
+    """RUMAD's rows are labelled "RUMAD B=12": --checkpoint "RUMAD B=12=PATH" names that row."""
+    from sweep.calibrate.cli import _checkpoints
+    from sweep.config.sweep import ConfigError
+
+    targets = load_targets(Path(__file__).resolve().parents[1] / "calibration" / "rumad.yaml")
+    got = _checkpoints(["RUMAD B=12=runs/a=b/best.npz", "gsm8k/RUMAD B=18=x.npz"], targets)
+    assert got == {"RUMAD B=12": "runs/a=b/best.npz", "gsm8k/RUMAD B=18": "x.npz"}
+    with pytest.raises(ConfigError, match="no row labelled 'RUMAD B'"):
+        _checkpoints(["RUMAD B=13=x.npz"], targets)

@@ -32,7 +32,9 @@ def _checkpoints(given: list[str], targets: Targets) -> dict[str, str]:
     names = {r.label for r in needing} | {r.key for r in needing}
     out = {}
     for item in given:
-        label, sep, path = item.partition("=")
+        # a label may hold '=' itself ("RUMAD B=12"): the longest row name the item starts with wins
+        named = max((n for n in names if item.startswith(n + "=")), key=len, default=None)
+        label, sep, path = (named, "=", item[len(named) + 1 :]) if named else item.partition("=")
         if not sep or not label or not path:
             raise ConfigError(
                 f"--checkpoint: {item!r} is not LABEL=PATH; e.g. --checkpoint CPP=runs/t/policy.pt"
