@@ -30,7 +30,7 @@ def test_a_trial_is_silent_when_it_made_no_call_after_round_0() -> None:
 def test_each_silent_trial_names_its_likely_cause() -> None:
     assert "silent too (0.0 activations" in why_silent(trial(0, 6, 0.0))
     assert "beta_efficiency 0.3 pays for unused budget" in why_silent(trial(0, 6, 0.2))
-    spoke = why_silent(trial(0, 6, 7.5, method_args={"theta_act": 0.55}))
+    spoke = why_silent(trial(0, 6, 7.5, method_args={"theta_act": 0.5512345}))
     assert "rollouts spoke (7.5 activations" in spoke and "theta_act 0.55" in spoke
     assert "did not train" in why_silent(trial(0, 6, None))
 

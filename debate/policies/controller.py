@@ -39,39 +39,38 @@ class Controller:
         """Edge weights w[s, t] (n, n; zero diagonal) and the record of the action: drawn from the
         policy with `rng` when `sample`, else the distribution's mean (no draw)."""
         head_kind = self.arch.head
+        dist, value = self._policy(obs)
         with torch.no_grad():
-            head, value = self.module(
-                torch.from_numpy(obs.agents)[None],
-                torch.from_numpy(obs.pairs)[None],
-                torch.from_numpy(obs.glob)[None],
-            )
-            dist = self.module.distribution(head[0])
             action = draw(dist, head_kind, rng) if sample else dist.mean.numpy().astype(np.float32)
             logp = float(dist.log_prob(torch.from_numpy(action)).sum())
             entropy = float(dist.entropy().sum())
         src, tgt = edge_index(obs.n)
         weights = np.zeros((obs.n, obs.n), dtype=np.float64)
         weights[src, tgt] = to_weights(head_kind, action.astype(np.float64))
-        record = {"action": action, "logp": logp, "value": float(value[0]), "entropy": entropy}
+        record = {"action": action, "logp": logp, "value": value, "entropy": entropy}
         return weights, record
 
-    def gates(self, obs: Observation) -> tuple[np.ndarray, np.ndarray, float, Any]:
-        """A `bernoulli` head's probabilities: w[s, t] that s's response reaches t (n, n; zero
-        diagonal), p[t] that t speaks (n,), the value estimate, and the distribution (for `score`)."""
+    def _policy(self, obs: Observation) -> tuple[Any, float]:
+        """The action distribution at `obs` and the value estimate (no gradient)."""
         with torch.no_grad():
             head, value = self.module(
                 torch.from_numpy(obs.agents)[None],
                 torch.from_numpy(obs.pairs)[None],
                 torch.from_numpy(obs.glob)[None],
             )
-            dist = self.module.distribution(head[0])
-            assert isinstance(dist, Bernoulli), "gates: a policy with the bernoulli head"
-            probs = dist.probs.numpy().astype(np.float64)
+            return self.module.distribution(head[0]), float(value[0])
+
+    def gates(self, obs: Observation) -> tuple[np.ndarray, np.ndarray, float, Any]:
+        """A `bernoulli` head's probabilities: w[s, t] that s's response reaches t (n, n; zero
+        diagonal), p[t] that t speaks (n,), the value estimate, and the distribution (for `score`)."""
+        dist, value = self._policy(obs)
+        assert isinstance(dist, Bernoulli), "gates: a policy with the bernoulli head"
+        probs = dist.probs.numpy().astype(np.float64)
         n = obs.n
         src, tgt = edge_index(n)
         weights = np.zeros((n, n), dtype=np.float64)
         weights[src, tgt] = probs[: len(src)]
-        return weights, probs[len(src) :], float(value[0]), dist
+        return weights, probs[len(src) :], value, dist
 
     @staticmethod
     def score(dist: Any, action: np.ndarray, mask: np.ndarray) -> tuple[float, float]:

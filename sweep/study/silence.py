@@ -23,6 +23,7 @@ def why_silent(trial: Any) -> str:
     sampled = trial.user_attrs.get(TRAIN_ACTIVATIONS)
     reward = trial.user_attrs.get("reward", {})
     theta = trial.user_attrs.get("method_args", {}).get("theta_act", trial.params.get("theta_act"))
+    theta = f"{theta:.3g}" if isinstance(theta, float) else theta
     if sampled is None:
         return "no training record (a trial that did not train)"
     if sampled < 0.5:
