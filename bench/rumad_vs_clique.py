@@ -3,7 +3,9 @@ of mixed skill, 6 rounds, B = 12; the team of examples/rumad_simulated.yaml): pe
 controller (examples/train_rumad_simulated.yaml with `ppo.seed` = the seed) on MMLU's rumad:dev items,
 then every method runs on the same rumad:test items under that seed — the trained controller (its
 distribution's mean), full debate (clique), random activation at the same budget, S-MAD (star, ring),
-group debate and the untrained controller (`init_seed` = the seed). Reported: accuracy (mean ± std over
+group debate, the untrained controller (`init_seed` = the seed) and self-consistency of the team's
+best model (by its round-0 accuracy in the clique's episodes) with m matched to the best-evaluated
+policy's tokens per task. Reported: accuracy (mean ± std over
 seeds), tokens/task and activations/task, with exact McNemar tests on paired (seed, item) episodes,
 and the training curves as a PNG. The trained controller is reported twice: its final policy, and the
 policy its training kept as best by the periodic evaluation of its mean on training items
@@ -40,6 +42,7 @@ from bench import protocol_bench as protocol  # noqa: E402
 from bench.protocol import Protocol, exact_mcnemar  # noqa: E402
 from data.benchmarks.registry import load_benchmark  # noqa: E402
 from data.grading.graders import grader_for  # noqa: E402
+from debate.baselines import Consistency, matched_m, strongest  # noqa: E402
 from debate.episode import Agent, run_episode  # noqa: E402
 from debate.methods import Method, build_method  # noqa: E402
 from sweep.engines.pool import build_agents  # noqa: E402
@@ -64,6 +67,9 @@ TRAINED, BEST, UNTRAINED = (
     "RUMAD trained (best eval), B = 12",
     "RUMAD untrained, B = 12",
 )
+# the team's best model alone (by its round-0 accuracy in the clique's episodes), as many samples as
+# come nearest the best-evaluated policy's tokens per task (`debate.baselines.matched_m`)
+MATCHED = "consistency best, m matched to RUMAD (best eval)"
 
 
 @dataclass
@@ -73,6 +79,8 @@ class Tally:
     by_item: dict[str, bool] = field(default_factory=dict)
     tokens: int = 0
     activations: int = 0
+    seat_tokens: dict[int, int] = field(default_factory=dict)  # round 0's, by seat
+    seat_right: dict[str, int] = field(default_factory=dict)  # round 0's right answers, by model
 
     @property
     def accuracy(self) -> float:
@@ -87,9 +95,26 @@ async def evaluate(method: Method, team: Sequence[Agent], items: Sequence[Any], 
         tally.by_item[sample.id] = res.correct
         tally.tokens += res.prompt_tokens + res.completion_tokens
         tally.activations += sum(len(r.active) for r in res.trajectory[1:])
+        for t in res.turns:
+            if t.round == 0 and res.trajectory:
+                tally.seat_tokens[t.agent] = (
+                    tally.seat_tokens.get(t.agent, 0) + t.prompt_tokens + t.completion_tokens
+                )
+                right = int(res.trajectory[0].correct_after[t.agent])
+                tally.seat_right[t.model] = tally.seat_right.get(t.model, 0) + right
 
     await asyncio.gather(*(one(s) for s in items))
     return tally
+
+
+def matched_consistency(clique: Tally, learner: Tally, team: Sequence[Agent], items: int) -> Method:
+    """Self-consistency of the team's best model (by round-0 accuracy in the clique's episodes), with
+    m samples whose round-0 tokens come nearest the learner's tokens per task."""
+    best = strongest({m: right / items for m, right in clique.seat_right.items()})
+    seat = [clique.seat_tokens.get(i, 0) / items for i in range(len(team))]
+    keys = [(a.model, a.adversarial) for a in team]
+    m = matched_m(seat, Consistency(pool=best).members(keys), learner.tokens / items)
+    return build_method("consistency", {"m": m, "pool": best, **R})
 
 
 def mcnemar(a: list[Tally], b: list[Tally]) -> str:
@@ -205,11 +230,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         BEST: [],
         **{label: [] for label, _, _ in baselines},
         UNTRAINED: [],
+        MATCHED: [],
     }
     if proto:
         with protocol.one_line():
             setups = [setup_and_agents(s, args.updates, args.out, [], proto)[0] for s in seeds]
-            rows = [TRAINED, BEST, *(label for label, _, _ in baselines), UNTRAINED]
+            rows = [TRAINED, BEST, *(label for label, _, _ in baselines), UNTRAINED, MATCHED]
             protocol.begin(
                 args.protocol, proto, args.out, setups, items, rows, ("accuracy", "tokens"), 6, args.updates
             )
@@ -235,6 +261,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         }
         for label, method in methods.items():
             results[label].append(asyncio.run(evaluate(method, team, items, test_seed)))
+        matched = matched_consistency(results["clique (MAD)"][-1], results[BEST][-1], team, len(items))
+        results[MATCHED].append(asyncio.run(evaluate(matched, team, items, test_seed)))
         print(f"seed {seed}: trained accuracy {results[TRAINED][-1].accuracy:.3f}, clique {results['clique (MAD)'][-1].accuracy:.3f} "
               f"({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)  # fmt: skip
     plot(histories, Path(args.png))
@@ -247,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     print(table(results, args.items))
     print()
-    others = ["clique (MAD)", "random activation, B = 12", UNTRAINED]
+    others = ["clique (MAD)", "random activation, B = 12", UNTRAINED, MATCHED]
     others += [b.label for b in proto.baselines] if proto else []
     for mine in (TRAINED, BEST):
         for other in others:

@@ -361,6 +361,14 @@ def test_a_bench_refuses_a_contradicting_flag_before_anything_runs(
     assert not out.exists()
 
 
+def test_the_shipped_rumad_gated_protocol_loads_and_resolves(tmp_path: Path) -> None:
+    from bench.protocol_bench import check_setup as check
+
+    p = load_protocol(ROOT / "bench" / "protocols" / "rumad-v5-gated.yaml")
+    config, sets, base = p.training(p.train_seeds[0])
+    check(p, load_train(config, sets, base, str(tmp_path / "t")), 6)
+
+
 @pytest.mark.slow
 def test_rumad_bench_end_to_end_under_a_protocol(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bench = _bench("rumad_vs_clique")
@@ -372,6 +380,10 @@ def test_rumad_bench_end_to_end_under_a_protocol(tmp_path: Path, capsys: pytest.
         f"protocol protocol_example ({path}, sha256 {protocol_hash(path)}): population rumad"
     )
     assert "test seeds [1000]" in printed and "| oracle |" in printed and "| silent |" in printed
+    assert "| consistency best, m matched to RUMAD (best eval) |" in printed
+    assert (
+        "- RUMAD trained (best eval), B = 12 vs consistency best, m matched to RUMAD (best eval):" in printed
+    )
     table = printed.split("### declared targets (protocol protocol_example)")[1]
     assert (
         len(
@@ -385,6 +397,17 @@ def test_rumad_bench_end_to_end_under_a_protocol(tmp_path: Path, capsys: pytest.
         bench.main(argv)
     assert e.value.code == 2
     assert "changed after its results were first written in" in capsys.readouterr().err
+
+
+def test_the_rumad_bench_matches_consistency_to_the_learners_tokens_on_the_best_model() -> None:
+    from debate.episode import Agent
+
+    bench = _bench("rumad_vs_clique")
+    team = [Agent(m, None) for m in ("a", "a", "b", "b")]  # type: ignore[arg-type]
+    clique = bench.Tally(seat_tokens={0: 400, 1: 400, 2: 600, 3: 600}, seat_right={"a": 3, "b": 12})
+    learner = bench.Tally(tokens=3000)  # 10 items: 300 tokens a task; a sample of b costs 60
+    method = bench.matched_consistency(clique, learner, team, 10)
+    assert (method.params.pool, method.params.m) == ("b", 5)
 
 
 def _cpp_example(raw: dict[str, Any]) -> None:
