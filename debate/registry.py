@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from common.added import without_added
 from common.registry import Registry
 from debate.hooks import hook
 from debate.spec import Spec, closest
@@ -135,7 +136,7 @@ def _identity(params: type, resolved: Mapping[str, Any]) -> dict[str, Any]:
     renamed: dict[str, str] = hook(params, "RENAMED")
     added: dict[str, Any] = hook(params, "ADDED")
     identity_of: Callable[[dict[str, Any]], dict[str, Any]] | None = hook(params, "identity_of")
-    kept = {k: v for k, v in resolved.items() if not (k in added and added[k] == v)}
+    kept = without_added(resolved, added)
     return {renamed.get(k, k): v for k, v in (identity_of(kept) if identity_of else kept).items()}
 
 

@@ -9,10 +9,11 @@ exactly the one those checkpoints hold."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from common.added import without_added
 from debate.policies.observation import AGENT_FEATURES, GLOBAL_FEATURES
 
 HEADS = ("gaussian", "beta", "bernoulli")
@@ -31,6 +32,7 @@ class PolicyArch:
     global_features: int = GLOBAL_FEATURES
     seats: int = 0  # > 0: each agent also sees its seat, one-hot over this many seats
     critic: str = "shared"  # "separate": the value head has an encoder of its own
+    ADDED: ClassVar[dict[str, Any]] = {"seats": 0, "critic": "shared"}  # came after the first checkpoints
 
     def __post_init__(self) -> None:
         if self.head not in HEADS:
@@ -45,11 +47,7 @@ class PolicyArch:
     def to_dict(self) -> dict[str, Any]:
         """The fields; `seats` and `critic` only where they differ from their defaults, so the
         checkpoints written before they existed keep their content hashes."""
-        d = asdict(self)
-        for key, default in (("seats", 0), ("critic", "shared")):
-            if d[key] == default:
-                del d[key]
-        return d
+        return without_added(asdict(self), self.ADDED)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PolicyArch:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+
+from common.added import without_added
 
 KIND = "cpp"
 
@@ -30,6 +32,7 @@ class PruningArch:
     output_lengths: tuple[tuple[int, ...], ...] = ()  # per seat: completion tokens on validation items
     kind: str = field(default=KIND)
     author_tag: bool = True  # responses read as "Agent N\n..." (the policies made before the option)
+    ADDED: ClassVar[dict[str, Any]] = {"author_tag": True}  # a checkpoint's bytes as before the option
 
     def __post_init__(self) -> None:
         if self.kind != KIND:
@@ -64,9 +67,7 @@ class PruningArch:
         d = asdict(self)
         d["seat_models"] = list(self.seat_models)
         d["output_lengths"] = [list(x) for x in self.output_lengths]
-        if self.author_tag:  # the default: a checkpoint's bytes stay what they were before the option
-            del d["author_tag"]
-        return d
+        return without_added(d, self.ADDED)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PruningArch:

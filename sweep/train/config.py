@@ -24,13 +24,14 @@ from pydantic import (
     model_validator,
 )
 
+from common.added import without_added
 from debate.methods import Method, build_method
 from debate.spec import closest, stable_hash
 from sweep.config import paths
 from sweep.config.errors import model_or_error, validation_line
 from sweep.config.sweep import ConfigError, SweepConfig, Tracking, apply_override, read_yaml, validate
 from sweep.train import limits as lim
-from sweep.train.trainers import TRAINERS, OwnSection, Trainer, added_keys, all_sections
+from sweep.train.trainers import TRAINERS, OwnSection, Trainer, all_sections
 
 S = TypeVar("S", bound=BaseModel)
 # the config's own keys a training's fingerprint leaves out unless its trainer keeps them (`fingerprinted`)
@@ -207,9 +208,7 @@ class TrainSetup:
         cfg = self.cfg.model_dump(mode="json", exclude={*NOT_FINGERPRINTED, *others})
         cfg[trainer.name].pop("updates")
         for key, section in trainer.sections.items():  # keys added later, at the old behaviour
-            for name, old in added_keys(section).items():
-                if cfg[key].get(name) == old:
-                    cfg[key].pop(name)
+            cfg[key] = without_added(cfg[key], getattr(section, "ADDED", {}))
         return stable_hash({"base": base, "train": cfg})
 
     def with_params(self, params: dict[str, Any], output_dir: str) -> TrainSetup:

@@ -92,11 +92,3 @@ def all_sections() -> dict[str, type[BaseModel]]:
     """Every registered trainer's sections (by method, then as it lists them): the keys a training
     config may hold beside its own. Import order never changes them."""
     return {key: cls for m in TRAINERS.names() for key, cls in TRAINERS[m].sections.items()}
-
-
-def added_keys(section: type[BaseModel]) -> dict[str, Any]:
-    """A section's keys that came after trainings were fingerprinted, with the value that keeps the
-    old behaviour (its `ADDED` class attribute): at that value they stay out of the fingerprint, so
-    an old training still resumes."""
-    added = getattr(section, "ADDED", {})
-    return dict(added) if isinstance(added, dict) else {}
