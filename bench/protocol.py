@@ -78,8 +78,10 @@ class Target(_Strict):
 class Protocol(_Strict):
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,99}$")]  # the file's name, without .yaml
     learner: Literal["rumad", "cpp"]  # the trained method (a method in sweep.train.trainers.TRAINERS)
-    population: Label  # a packaged population: populations/<name>.yaml
-    population_digest: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]
+    population: Label  # a packaged population (populations/<name>.yaml), or v1: the engine's own arguments
+    # the file's content digest; none for v1 (its team's engine arguments are in the training's base
+    # sweep, which the ledger pins through the trainings' fingerprints)
+    population_digest: Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")] | None = None
     train: Train
     test: Test
     train_seeds: Annotated[list[Seed], Field(min_length=1)]  # the i-th training's ppo.seed / pg.seed
@@ -187,11 +189,22 @@ def load_protocol(path: str | Path) -> Protocol:
         raise ConfigError(f"name: '{p.name}' is not the file's name '{stem}'; name a protocol after its file")
     if p.population.endswith((".yaml", ".yml")) or "/" in p.population:
         raise ConfigError("population: give a packaged population's name (populations/<name>.yaml)")
-    known = [n for n in populations.names() if n != "v1"]  # v1 is engine arguments, not a file
+    if p.population == "v1":
+        if p.population_digest is not None:
+            raise ConfigError(
+                "population_digest: v1 is the engine's own arguments (no file, no digest); remove it"
+            )
+        return p
+    known = [n for n in populations.names() if n != "v1"]
     if p.population not in known:
         raise ConfigError(
-            f"population: no packaged population '{p.population}'{closest(p.population, known)}; "
-            f"packaged: {', '.join(known)}"
+            f"population: no packaged population '{p.population}'{closest(p.population, [*known, 'v1'])}; "
+            f"packaged: {', '.join(known)}; or v1 (the engine's own arguments)"
+        )
+    if p.population_digest is None:
+        raise ConfigError(
+            f"population_digest: missing; declare population '{p.population}''s digest "
+            "(`sweep list populations` shows it)"
         )
     try:
         digest = populations.load(p.population).digest

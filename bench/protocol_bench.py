@@ -57,10 +57,17 @@ def check_setup(p: Protocol, setup: TrainSetup, rounds: int, updates: int | None
     where, base = f"{p.train.config} with train.set and train.base_set", setup.base
     if setup.cfg.method.name != p.learner:
         raise ConfigError(f"learner: '{p.learner}' but {p.train.config} trains '{setup.cfg.method.name}'")
-    want = populations.resolve(p.population).resolve()
+    want = None if p.population == "v1" else populations.resolve(p.population).resolve()
     for m, spec in ((m, base.models[m]) for m in dict.fromkeys(base.team())):
         ref = spec.args.get("population") if spec.engine == "simulated" else f"engine {spec.engine}"
-        if ref is None or populations.resolve(str(ref)).resolve() != want:
+        if spec.engine == "simulated" and want is None:  # v1: the engine's own arguments
+            if ref in (None, "v1"):
+                continue
+            raise ConfigError(
+                f"population: seat model '{m}' of {where} runs population {ref}, not v1; run a base "
+                "sweep of v1 agents (e.g. train.set sweep=rumad_simulated.yaml)"
+            )
+        if ref is None or want is None or populations.resolve(str(ref)).resolve() != want:
             raise ConfigError(
                 f"population: seat model '{m}' of {where} runs {ref or 'population v1'}, not "
                 f"'{p.population}'; set models.{m}.args.population in train.base_set"
@@ -125,7 +132,7 @@ def header(path: str | Path, p: Protocol) -> str:
     train, test = p.train, p.test
     return (
         f"protocol {p.name} ({shown(path)}, sha256 {protocol_hash(path)}): population {p.population} "
-        f"({p.population_digest}); trained on {train.dataset} {train.split}[:{train.limit}], train seeds "
+        f"({p.population_digest or 'the engine arguments of the training base sweep'}); trained on {train.dataset} {train.split}[:{train.limit}], train seeds "
         f"{p.train_seeds}; evaluated on {test.dataset} {test.split}[:{test.items}] (shuffle seed "
         f"{test.shuffle_seed}), test seeds {p.test_seeds}\n"
     )

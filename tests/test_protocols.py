@@ -109,6 +109,7 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
             "population: no packaged population 'rumadd' (did you mean 'rumad'?)",
             "packaged: cpp",
         ),
+        (_set("population", "v2"), "population: no packaged population 'v2'", "; or v1 (the engine's own"),
         (_set("population", "populations/rumad.yaml"), "population: give a packaged", "name"),
         (
             _set("reward.alpha_sparsty", 0.1),
@@ -187,6 +188,44 @@ def test_the_example_resolves_cleanly_and_names_its_population(tmp_path: Path) -
     other = p.model_copy(update={"population": "rumad-v2"})
     line = refusal(lambda: check_setup(other, setup, rounds=6))
     assert line.startswith("population: seat model 'sim-strong' of") and "not 'rumad-v2'" in line
+
+
+def _v1(raw: dict[str, Any]) -> None:
+    """The example on population v1: no digest, a base sweep of v1 agents."""
+    raw["population"] = "v1"
+    del raw["population_digest"]
+    raw["train"]["set"] = [*raw["train"]["set"], "sweep=rumad_simulated.yaml"]
+
+
+def test_population_v1_takes_no_digest_and_needs_v1_seats(tmp_path: Path) -> None:
+    p = load_protocol(write(tmp_path, _v1))
+    assert (p.population, p.population_digest) == ("v1", None)
+    setup = rumad_setup(p)
+    assert {setup.base.models[m].args.get("population") for m in setup.base.team()} == {None}
+    check_setup(p, setup, rounds=6, updates=1)
+    # the calibrated team under a v1 protocol, and the v1 team under a calibrated one: refused
+    (tmp_path / "c").mkdir()
+    own = load_protocol(write(tmp_path / "c"))
+    line = refusal(lambda: check_setup(p, rumad_setup(own), rounds=6))
+    assert line.startswith("population: seat model 'sim-strong' of") and "not v1" in line, line
+    line = refusal(lambda: check_setup(own, setup, rounds=6))
+    assert line.startswith("population: seat model 'sim-1' of") and "not 'rumad'" in line, line
+    record = claim(tmp_path / "results", tmp_path / "protocol_example.yaml")
+    assert (record["population"], record["population_digest"]) == ("v1", None)
+
+
+@pytest.mark.parametrize(
+    "edit, start",
+    [
+        (lambda r: (_v1(r), r.update(population_digest="0" * 16)), "population_digest: v1 is the engine's"),
+        (lambda r: r.pop("population_digest"), "population_digest: missing; declare population 'rumad'"),
+    ],
+)
+def test_a_digest_goes_with_a_file_and_only_with_one(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], Any], start: str
+) -> None:
+    line = refusal(lambda: load_protocol(write(tmp_path, edit)))
+    assert line.startswith(start), line
 
 
 def test_the_ledger_claims_once_and_refuses_a_changed_file(tmp_path: Path) -> None:
