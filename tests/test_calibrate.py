@@ -100,6 +100,20 @@ def test_space_round_trips_a_population(targets_file: Path) -> None:
     assert (pop.members["b"].tokens_median, pop.members["b"].tokens_q95) == (200, 400)
 
 
+def test_a_declared_order_sorts_the_members_skills(targets_file: Path, tmp_path: Path) -> None:
+    ordered = tmp_path / "ordered.yaml"
+    ordered.write_text(TARGETS + "order: [b, a]\n", encoding="utf-8")  # b best
+    t = load_targets(ordered)
+    assert t.order == ("b", "a")
+    values = {k: (d.low + d.high) / 2 for k, d in space(t).items()}
+    values |= {"skill.a.arith": 1.5, "skill.b.arith": -0.5}  # the search's draw: a above b
+    pop = population_of(values, t)
+    assert (pop.members["b"].skill["arith"], pop.members["a"].skill["arith"]) == (1.5, -0.5)
+    assert values_of(pop, t)["skill.b.arith"] == 1.5  # what is written is what ran
+    unordered = population_of(values, load_targets(targets_file))
+    assert (unordered.members["a"].skill["arith"], unordered.members["b"].skill["arith"]) == (1.5, -0.5)
+
+
 def test_scores_by_hand(targets_file: Path) -> None:
     t = load_targets(targets_file)
     assert report.within(2.0, None) and not report.within(2.01, None)  # no std: 2 points

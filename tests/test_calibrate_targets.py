@@ -267,6 +267,9 @@ CASES = [
     ("fit", [], ("fit:", "at least 1")),
     ("members", {}, ("members:", "at least 1")),
     ("fit.0.rounds", 0, ("fit[0].rounds:",)),
+    ("order", ["grok", "gtp"], ("order[1]: 'gtp' is not a member", "did you mean 'gpt'")),
+    ("order", ["grok", "grok"], ("order[1]: 'grok' appears twice",)),
+    ("order", ["grok"], ("order: one member orders nothing",)),
 ]
 
 

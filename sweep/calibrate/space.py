@@ -8,7 +8,9 @@ a confidence follows the sample's own correctness rather than how easy the item 
 calibration it sets how much n = 2 gains on one sample); per benchmark: `item_spread` and
 `misconception`; the dynamics' `persuasion`, `mislead`, `stubbornness`, `reflect`, `context_cost`
 and (model v3) `verify`.
-Not fitted: prices and token figures (the targets give them), the other dynamics.
+Not fitted: prices and token figures (the targets give them), the other dynamics. A targets file's
+`order` (members, best first) sorts those members' skills on each benchmark: the search moves freely,
+and the population it makes keeps the order.
 `default` entries (the benchmark every other dataset falls back to) are the mean of the fitted ones."""
 
 from __future__ import annotations
@@ -83,6 +85,10 @@ def population_of(values: Mapping[str, float], targets: Targets, description: st
     """The population that `values` (every parameter of `space`) make for `targets`."""
     v = {k: round(float(x), DIGITS) for k, x in values.items()}
     benches = benchmarks(targets)
+    for b in benches:  # the declared order: the ordered members' skills, sorted best first
+        keys = [f"skill.{m}.{b}" for m in targets.order]
+        for key, x in zip(keys, sorted((v[k] for k in keys), reverse=True), strict=True):
+            v[key] = x
     members = {}
     for m, spec in targets.members.items():
         skill = {b: v[f"skill.{m}.{b}"] for b in benches}

@@ -77,6 +77,9 @@ class _File(_Strict):
     cost_reference: Text | None = None
     datasets: dict[Key, DatasetSpec] = Field(min_length=1)
     v1: dict[Text, dict[Text, Any]] = Field(default_factory=dict)
+    # members whose skill the fit keeps in this order on every benchmark, best first (a layout the
+    # targets name but no row pins, e.g. RUMAD's strong/mid/weak seats)
+    order: list[Key] = Field(default_factory=list)
     fit: list[_Row] = Field(min_length=1)
     predict: list[_Row] = Field(default_factory=list)
     unavailable: list[_Unavailable] = Field(default_factory=list)
@@ -133,6 +136,7 @@ class Targets:
     v1: dict[str, dict[str, Any]]
     rows: tuple[Row, ...]
     unavailable: tuple[dict[str, str], ...]
+    order: tuple[str, ...] = ()  # members whose skill keeps this order on every benchmark, best first
 
     def fit_rows(self) -> list[Row]:
         return [r for r in self.rows if r.split == "fit"]
@@ -237,6 +241,12 @@ def _targets(f: _File, path: Path, digest: str) -> Targets:
             check_engine_args("simulated", name, dict(args))
         except (ValueError, TypeError) as e:
             raise _Bad(f"v1.{name}: {' '.join(str(e).split())}; see `sweep list engines`") from None
+    order = _team("order", f.order, f.members)
+    for i, seat in enumerate(order):
+        if seat in order[:i]:
+            raise _Bad(f"order[{i}]: '{seat}' appears twice; list each member once, best first")
+    if len(order) == 1:
+        raise _Bad("order: one member orders nothing; list two or more, best first, or drop it")
     return Targets(
         path=path,
         digest=digest,
@@ -251,6 +261,7 @@ def _targets(f: _File, path: Path, digest: str) -> Targets:
         v1={name: dict(args) for name, args in f.v1.items()},
         rows=_rows(f),
         unavailable=tuple(u.model_dump() for u in f.unavailable),
+        order=order,
     )
 
 
