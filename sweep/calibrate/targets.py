@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from actors.registry import check_engine_args
@@ -19,8 +18,8 @@ from debate.spec import closest
 from sweep.config.errors import FIXES, ConfigError, validation_line
 from sweep.config.fields import Large, NoBool, Price, Seed, Small
 from sweep.config.sweep import DatasetSpec
+from sweep.config.yaml_limits import MAX_BYTES, load_text
 
-MAX_BYTES = 1 << 20
 FIT_KINDS = ("cot", "cot_sc", "vote", "consistency", "silent")  # and `fixed` with a FIT_TOPOLOGIES topology
 FIT_TOPOLOGIES = ("clique", "zero")
 FIT_ONLY = "fit rows are single agents, consistency, vote, zero or clique; move it to predict"
@@ -77,9 +76,7 @@ class _File(_Strict):
     cost_reference: Text | None = None
     datasets: dict[Key, DatasetSpec] = Field(min_length=1)
     v1: dict[Text, dict[Text, Any]] = Field(default_factory=dict)
-    # members whose skill the fit keeps in this order on every benchmark, best first (a layout the
-    # targets name but no row pins, e.g. RUMAD's strong/mid/weak seats)
-    order: list[Key] = Field(default_factory=list)
+    order: list[Key] = Field(default_factory=list, min_length=2)  # members, best first (README)
     fit: list[_Row] = Field(min_length=1)
     predict: list[_Row] = Field(default_factory=list)
     unavailable: list[_Unavailable] = Field(default_factory=list)
@@ -242,11 +239,8 @@ def _targets(f: _File, path: Path, digest: str) -> Targets:
         except (ValueError, TypeError) as e:
             raise _Bad(f"v1.{name}: {' '.join(str(e).split())}; see `sweep list engines`") from None
     order = _team("order", f.order, f.members)
-    for i, seat in enumerate(order):
-        if seat in order[:i]:
-            raise _Bad(f"order[{i}]: '{seat}' appears twice; list each member once, best first")
-    if len(order) == 1:
-        raise _Bad("order: one member orders nothing; list two or more, best first, or drop it")
+    for i in (i for i, seat in enumerate(order) if seat in order[:i]):
+        raise _Bad(f"order[{i}]: '{order[i]}' appears twice; list each member once, best first")
     return Targets(
         path=path,
         digest=digest,
@@ -265,19 +259,6 @@ def _targets(f: _File, path: Path, digest: str) -> Targets:
     )
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping (YAML would keep the last silently)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[str] = set()
-        for key, _ in node.value:
-            if isinstance(key, yaml.ScalarNode) and key.value != "<<":
-                if key.value in seen:
-                    raise yaml.YAMLError(f"key '{key.value}' appears twice (line {key.start_mark.line + 1})")
-                seen.add(key.value)
-        return super().construct_mapping(node, deep)
-
-
 def load_targets(path: str | Path) -> Targets:
     """The targets file at `path`, checked; any problem is a one-line `TargetsError`."""
     p = Path(path)
@@ -290,13 +271,15 @@ def load_targets(path: str | Path) -> Targets:
     except OSError as e:
         raise TargetsError(f"{p}: cannot be read ({e.strerror or e}); check its permissions") from None
     if len(data) > MAX_BYTES:
-        raise TargetsError(f"{p}: larger than 1 MiB; a targets file holds one paper's rows, a few hundred")
-    try:
-        raw = yaml.load(data.decode("utf-8-sig"), Loader=_Loader)
+        raise TargetsError(
+            f"{p}: larger than {MAX_BYTES:,} bytes; a targets file holds one paper's rows, a few hundred"
+        )
+    try:  # the configs' loader: a key given twice, an alias bomb or deep nesting is refused
+        raw = load_text(data.decode("utf-8-sig"), str(p))
     except UnicodeDecodeError as e:
         raise TargetsError(f"{p}: not UTF-8 text (byte offset {e.start}); save it as UTF-8") from None
-    except (yaml.YAMLError, RecursionError) as e:
-        raise TargetsError(f"{p}: not valid YAML ({' '.join(str(e).split())[:300]}); fix it there") from None
+    except ConfigError as e:
+        raise TargetsError(str(e)) from None
     try:
         return _targets(_File.model_validate(raw), p, hashlib.sha256(data).hexdigest()[:16])
     except ValidationError as e:
