@@ -235,3 +235,43 @@ def test_without_flock_the_owners_record_decides(tmp_path: Path, monkeypatch: py
     assert lock.acquire() == "owner"  # its owner is gone
     assert json.loads((tmp_path / LOCK_FILE).read_text())["pid"] == os.getpid()
     lock.release()
+
+
+def test_settling_rereads_the_store_after_the_last_worker_is_gone(tmp_path: Path) -> None:
+    """The interleaving a loaded CI run hit: the owner reads the store while a worker still runs its
+    last episodes, the worker stores them and exits, and only then does the owner see no live holder.
+    Those episodes are stored, not lost: no failure, and the claims go."""
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from sweep.run.runner import SweepOutcome, _settle
+    from sweep.run.scheduler import RunStats
+
+    ids = {"e1", "e2", "e3"}
+    reads = iter([{"e1"}, ids])  # before the worker stored e2 and e3; after it did and exited
+
+    class Store:
+        def done_ids(self) -> set[str]:
+            return next(reads, ids)
+
+    class FakeClaims:
+        released: set[str] | None = None
+        cleared = False
+
+        def held_by_others(self, episode_ids: set[str]) -> set[str]:
+            return set()  # the worker has exited: it holds nothing any more
+
+        def release(self, episode_ids: set[str]) -> None:
+            self.released = set(episode_ids)
+
+        def clear(self) -> None:
+            self.cleared = True
+
+    plan = SimpleNamespace(tasks=[SimpleNamespace(episode_id=i) for i in sorted(ids)])
+    claims, lock = FakeClaims(), SimpleNamespace(workers_alive=lambda: False)
+    outcome = SweepOutcome(tmp_path, 3, 0, RunStats(total=1), None, None)
+    _settle(plan, Store(), claims, lock, outcome, Console(file=io.StringIO()))  # type: ignore[arg-type]
+    assert outcome.stats is not None and outcome.stats.failures == []
+    assert claims.released == set() and claims.cleared

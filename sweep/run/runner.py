@@ -198,11 +198,14 @@ def _settle(
     stopped become failures (a rerun runs them). Claims go once every episode is stored."""
     ids = {t.episode_id for t in plan.tasks}
     said = False
-    while held := claims.held_by_others(missing := ids - store.done_ids()):
+    while held := claims.held_by_others(ids - store.done_ids()):
         if not said:
             console.print(f"waiting for {len(held)} episode(s) that worker(s) are running")
             said = True
         time.sleep(WAIT_POLL_S)
+    # Read the store again once no live driver holds a claim: a worker can store its last episodes
+    # and exit between the read above and the liveness check, and those are stored, not lost.
+    missing = ids - store.done_ids()
     failed = {f.split(":", 1)[0] for f in outcome.stats.failures} if outcome.stats else set()
     claims.release(missing)
     if missing - failed:
