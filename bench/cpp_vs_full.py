@@ -316,13 +316,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="truncation settings, each a quantile or one per seat (0.85/0.95/0.95); the first sets the matched cost; default 0.9 0.75",
     )
     parser.add_argument("--out", default=str(ROOT / "runs" / "bench_cpp"), help="trainings (resumable)")
-    parser.add_argument("--png", default=str(ROOT / "bench" / "cpp_pareto.png"))
+    parser.add_argument("--png", help="the plot (default: pareto.png in --out)")
     parser.add_argument(
         "--set", dest="sets", action="append", default=[], help="a training key, e.g. reward.k=0.5"
     )
     parser.add_argument("--jobs", type=int, default=2, help="trainings in parallel processes")
     parser.add_argument("--protocol", help="a pre-registered protocol (bench/protocols/README.md)")
     args = parser.parse_args(argv)
+    args.png = args.png or str(Path(args.out) / "pareto.png")
     start = time.perf_counter()
     with protocol.one_line():
         proto = protocol.from_flags(

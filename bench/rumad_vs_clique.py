@@ -210,13 +210,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--updates", type=int, help="PPO updates per training (default 150)")
     parser.add_argument("--items", type=int, help="rumad:test items evaluated per seed (default 300)")
     parser.add_argument("--out", default=str(ROOT / "runs" / "bench_rumad"), help="trainings (resumable)")
-    parser.add_argument("--png", default=str(ROOT / "bench" / "rumad_training_curves.png"))
+    parser.add_argument("--png", help="the plot (default: curves.png in --out)")
     parser.add_argument(
         "--set", dest="sets", action="append", default=[], help="a training key, e.g. reward.alpha_sparsity=0"
     )
     parser.add_argument("--jobs", type=int, default=1, help="trainings in parallel processes")
     parser.add_argument("--protocol", help="a pre-registered protocol (bench/protocols/README.md)")
     args = parser.parse_args(argv)
+    args.png = args.png or str(Path(args.out) / "curves.png")
     start = time.perf_counter()
     with protocol.one_line():
         proto = protocol.from_flags(args, "rumad", "mmlu", seeds=5, updates=150, items=300)

@@ -412,9 +412,10 @@ def test_the_shipped_rumad_gated_protocol_loads_and_resolves(tmp_path: Path) -> 
 def test_rumad_bench_end_to_end_under_a_protocol(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bench = _bench("rumad_vs_clique")
     path, out = write(tmp_path), tmp_path / "out"
-    argv = ["--protocol", str(path), "--out", str(out), "--png", str(tmp_path / "curves.png")]
+    argv = ["--protocol", str(path), "--out", str(out)]  # the plot by default: in --out, never in bench/
     bench.main(argv)
     printed = capsys.readouterr().out
+    assert (out / "curves.png").is_file() and f"training curves: {out / 'curves.png'}" in printed
     assert printed.startswith(
         f"protocol protocol_example ({path}, sha256 {protocol_hash(path)}): population rumad"
     )
