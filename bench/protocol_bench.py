@@ -57,20 +57,19 @@ def check_setup(p: Protocol, setup: TrainSetup, rounds: int, updates: int | None
     where, base = f"{p.train.config} with train.set and train.base_set", setup.base
     if setup.cfg.method.name != p.learner:
         raise ConfigError(f"learner: '{p.learner}' but {p.train.config} trains '{setup.cfg.method.name}'")
-    want = None if p.population == "v1" else populations.resolve(p.population).resolve()
+    want = None if p.population == "v1" else populations.resolve(p.population).resolve()  # None: v1
     for m, spec in ((m, base.models[m]) for m in dict.fromkeys(base.team())):
         ref = spec.args.get("population") if spec.engine == "simulated" else f"engine {spec.engine}"
-        if spec.engine == "simulated" and want is None:  # v1: the engine's own arguments
-            if ref in (None, "v1"):
-                continue
+        if want is None:  # v1: simulated agents on the engine's own arguments
+            runs = ref in (None, "v1")
+            fix = "run a base sweep of v1 agents (e.g. train.set sweep=rumad_simulated.yaml)"
+        else:
+            runs = ref is not None and populations.resolve(str(ref)).resolve() == want
+            fix = f"set models.{m}.args.population in train.base_set"
+        if not runs:
+            named = "v1" if want is None else f"'{p.population}'"
             raise ConfigError(
-                f"population: seat model '{m}' of {where} runs population {ref}, not v1; run a base "
-                "sweep of v1 agents (e.g. train.set sweep=rumad_simulated.yaml)"
-            )
-        if ref is None or want is None or populations.resolve(str(ref)).resolve() != want:
-            raise ConfigError(
-                f"population: seat model '{m}' of {where} runs {ref or 'population v1'}, not "
-                f"'{p.population}'; set models.{m}.args.population in train.base_set"
+                f"population: seat model '{m}' of {where} runs {ref or 'population v1'}, not {named}; {fix}"
             )
     if len(base.datasets) != 1:
         raise ConfigError(f"train: {where} draws from {len(base.datasets)} datasets; a protocol names one")
