@@ -37,7 +37,7 @@ import multiprocessing
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -235,35 +235,36 @@ def run_seed(
     truncate: list[str],
     notes: dict[str, list[Any]],
     extra: Sequence[tuple[str, str, dict[str, Any]]] = (),
+    shared: Mapping[str, Any] | None = None,
 ) -> dict[str, dict[str, Tally]]:
     """Every method on both teams under one seed; `policies`: CPP's best-evaluated and final policy,
-    Adv-CPP's best-evaluated policy; `extra`: a protocol's baselines (label, method, args)."""
+    Adv-CPP's best-evaluated policy; `extra`: a protocol's baselines (label, method, args, with its
+    method_args); `shared`: a protocol's method_args, given to every other method too."""
     policy, final, adv_policy = policies
+    build = lambda name, a=None: build_method(name, {**(shared or {}), **(a or {})})  # noqa: E731
     cpp = {"checkpoint": policy}
     out: dict[str, dict[str, Tally]] = {}
     for name, team in zip(("vanilla", "adversarial"), teams(agents), strict=True):
         got: dict[str, Tally] = {}
         ev = lambda m, t=team: asyncio.run(evaluate(m, t, items, seed))  # noqa: E731
-        got[FULL] = ev(build_method("fixed", {"topology": "clique"}))
+        got[FULL] = ev(build("fixed", {"topology": "clique"}))
         for q in truncate:
-            got[f"{FULL}, truncated {qlabel(q)}"] = ev(
-                build_method("cpp", {**cpp, "threshold": 1e-9, **cut(q)})
-            )
-        got["CPP"] = ev(build_method("cpp", cpp))
-        got["CPP, final policy"] = ev(build_method("cpp", {"checkpoint": final}))
+            got[f"{FULL}, truncated {qlabel(q)}"] = ev(build("cpp", {**cpp, "threshold": 1e-9, **cut(q)}))
+        got["CPP"] = ev(build("cpp", cpp))
+        got["CPP, final policy"] = ev(build("cpp", {"checkpoint": final}))
         for q in truncate:
-            got[f"CPP, truncated {qlabel(q)}"] = ev(build_method("cpp", {**cpp, **cut(q)}))
+            got[f"CPP, truncated {qlabel(q)}"] = ev(build("cpp", {**cpp, **cut(q)}))
         if name == "adversarial":
-            got["Adv-CPP"] = ev(build_method("cpp", {"checkpoint": adv_policy}))
+            got["Adv-CPP"] = ev(build("cpp", {"checkpoint": adv_policy}))
             for q in truncate:
                 got[f"Adv-CPP, truncated {qlabel(q)}"] = ev(
-                    build_method("cpp", {"checkpoint": adv_policy, **cut(q)})
+                    build("cpp", {"checkpoint": adv_policy, **cut(q)})
                 )
         rate = round(got["CPP"].kept / (18 * len(items)), 2)
-        got["random pruning p=0.5"] = ev(build_method("random_prune", {"p": 0.5}))
-        got[RANDOM_EQUAL] = ev(build_method("random_prune", {"p": rate}))
+        got["random pruning p=0.5"] = ev(build("random_prune", {"p": 0.5}))
+        got[RANDOM_EQUAL] = ev(build("random_prune", {"p": rate}))
         notes.setdefault(f"{name}: {RANDOM_EQUAL}, p", []).append(rate)
-        got["vote"] = ev(build_method("vote"))
+        got["vote"] = ev(build("vote"))
         target = got[f"CPP, truncated {qlabel(truncate[0])}"].cost / len(items)
         seat = [c / len(items) for c in got[FULL].seat_cost]
         keys = [(a.model, a.adversarial) for a in team]
@@ -271,12 +272,12 @@ def run_seed(
         for pool in ("fuse", best):
             m = matched_m(seat, Consistency(pool=pool).members(keys), target)
             label = f"consistency {'fuse' if pool == 'fuse' else 'best'}, m matched to CPP truncated {qlabel(truncate[0])}"
-            got[label] = ev(build_method("consistency", {"m": m, "pool": pool}))
+            got[label] = ev(build("consistency", {"m": m, "pool": pool}))
             notes.setdefault(f"{name}: {label}: m" + ("" if pool == "fuse" else " (best model)"), []).append(
                 m if pool == "fuse" else f"{m} ({pool})"
             )
         for label, method, margs in extra:
-            got[label] = ev(build_method(method, margs))
+            got[label] = ev(build_method(method, margs))  # margs hold the method_args already
         out[name] = got
     return out
 
@@ -350,7 +351,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         _, agents = setup_and_agents(seed, args.updates, args.out, args.sets, False, proto)
         mine, adv = outcomes[i], outcomes[len(seeds) + i]
         policies = (str(mine.best or mine.policy), str(mine.policy), str(adv.best or adv.policy))
-        got = run_seed(test_seed, policies, items, agents, args.truncate, notes, extra)
+        got = run_seed(
+            test_seed, policies, items, agents, args.truncate, notes, extra, proto and proto.method_args
+        )
         vanilla.append(got["vanilla"])
         adversarial.append(got["adversarial"])
         print(f"seed {seed}: CPP {got['vanilla']['CPP'].accuracy:.3f}, Full-Debate {got['vanilla'][FULL].accuracy:.3f} "

@@ -23,6 +23,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 import actors.populations as populations
 from common.names import closest
 from debate.methods import build_method
+from debate.registry import SHARED_DEFAULTS
 from debate.routers.cpp import seat_quantiles
 from sweep.config.errors import FIXES, ConfigError, model_or_error, validation_line
 from sweep.config.fields import NoBool, Seed
@@ -90,6 +91,9 @@ class Protocol(_Strict):
     baselines: list[Baseline] = []
     targets: Annotated[list[Target], Field(min_length=1)]
     truncate: Annotated[list[Setting], Field(min_length=1)] | None = None  # the cpp bench's truncations
+    # arguments every method takes (debate.registry.SHARED_DEFAULTS, e.g. reasoning_chars), given to
+    # every method the bench runs; the training must resolve to the same (checked)
+    method_args: dict[str, Any] = {}
 
     @model_validator(mode="after")
     def _consistent(self) -> Protocol:
@@ -126,12 +130,21 @@ class Protocol(_Strict):
                 f"reward.{missing[0]}: missing; declare every coefficient the training resolves to "
                 f"(missing: {', '.join(missing)})"
             )
+        for key in (k for k in self.method_args if k not in SHARED_DEFAULTS):
+            raise ValueError(
+                f"method_args.{key}: not an argument every method takes{closest(key, list(SHARED_DEFAULTS))}; "
+                f"give one of: {', '.join(SHARED_DEFAULTS)} (a method's own arguments go in its baseline)"
+            )
+        try:
+            build_method("vote", self.method_args)
+        except (KeyError, ValueError, TypeError) as e:
+            raise ValueError(f"method_args: {e}") from None
         labels = [b.label for b in self.baselines]
         for i, b in enumerate(self.baselines):
             if labels.index(b.label) != i:
                 raise ValueError(f"baselines[{i}].label: '{b.label}' names two baselines; rename one")
             try:
-                build_method(b.method, b.args)
+                build_method(b.method, self.args(b.args))
             except (KeyError, ValueError, TypeError) as e:
                 raise ValueError(f"baselines[{i}]: {e}") from None
         for i, t in enumerate(self.targets):
@@ -149,8 +162,12 @@ class Protocol(_Strict):
         sets = [f"{TRAINERS[self.learner].name}.seed={seed}", *self.train.set]
         return ROOT / self.train.config, sets, [*self.train.base_set]
 
+    def args(self, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """A method's arguments under this protocol: `method_args`, then the method's own."""
+        return {**self.method_args, **(args or {})}
+
     def baseline_rows(self) -> list[tuple[str, str, dict[str, Any]]]:
-        return [(b.label, b.method, dict(b.args)) for b in self.baselines]
+        return [(b.label, b.method, self.args(b.args)) for b in self.baselines]
 
 
 SECTIONS: dict[str, type[BaseModel]] = dict(train=Train, test=Test, baselines=Baseline, targets=Target)

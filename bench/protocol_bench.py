@@ -80,6 +80,13 @@ def check_setup(p: Protocol, setup: TrainSetup, rounds: int, updates: int | None
                 f"train.{key}: the protocol declares {want_!r} but {where} resolves to {got!r}; "
                 "declare what the training runs"
             )
+    trained = setup.method.spec.kwargs
+    for key, value in p.method_args.items():
+        if trained[key] != value:
+            raise ConfigError(
+                f"method_args.{key}: the protocol gives every method {value!r} but {where} trains with "
+                f"{trained[key]!r}; add method.args.{key}={value} to train.set"
+            )
     if base.rounds != rounds:
         raise ConfigError(f"train: {where} runs {base.rounds} rounds; this bench evaluates {rounds}")
     if updates is not None and updates != setup.updates:
@@ -133,7 +140,8 @@ def header(path: str | Path, p: Protocol) -> str:
         f"protocol {p.name} ({shown(path)}, sha256 {protocol_hash(path)}): population {p.population} "
         f"({p.population_digest or 'the engine arguments of the training base sweep'}); trained on {train.dataset} {train.split}[:{train.limit}], train seeds "
         f"{p.train_seeds}; evaluated on {test.dataset} {test.split}[:{test.items}] (shuffle seed "
-        f"{test.shuffle_seed}), test seeds {p.test_seeds}\n"
+        f"{test.shuffle_seed}), test seeds {p.test_seeds}"
+        f"{f'; every method with {p.method_args}' if p.method_args else ''}\n"
     )
 
 

@@ -27,7 +27,7 @@ import multiprocessing
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,14 +107,17 @@ async def evaluate(method: Method, team: Sequence[Agent], items: Sequence[Any], 
     return tally
 
 
-def matched_consistency(clique: Tally, learner: Tally, team: Sequence[Agent], items: int) -> Method:
+def matched_consistency(
+    clique: Tally, learner: Tally, team: Sequence[Agent], items: int, shared: Mapping[str, Any] | None = None
+) -> Method:
     """Self-consistency of the team's best model (by round-0 accuracy in the clique's episodes), with
-    m samples whose round-0 tokens come nearest the learner's tokens per task."""
+    m samples whose round-0 tokens come nearest the learner's tokens per task; `shared`: a protocol's
+    method_args."""
     best = strongest({m: right / items for m, right in clique.seat_right.items()})
     seat = [clique.seat_tokens.get(i, 0) / items for i in range(len(team))]
     keys = [(a.model, a.adversarial) for a in team]
     m = matched_m(seat, Consistency(pool=best).members(keys), learner.tokens / items)
-    return build_method("consistency", {"m": m, "pool": best, **R})
+    return build_method("consistency", {**(shared or {}), "m": m, "pool": best, **R})
 
 
 def mcnemar(a: list[Tally], b: list[Tally]) -> str:
@@ -225,7 +228,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     test_seeds = proto.test_seeds if proto else seeds  # each training's evaluation seed
     split, shuffle = (proto.test.split, proto.test.shuffle_seed) if proto else ("rumad:test", 0)
     items = load_benchmark("mmlu", split, limit=args.items, seed=shuffle)
-    baselines = [*BASELINES, *(proto.baseline_rows() if proto else [])]
+    shared = dict(proto.method_args) if proto else {}  # given to every method the bench runs
+    baselines = [
+        *((label, name, {**shared, **a}) for label, name, a in BASELINES),
+        *(proto.baseline_rows() if proto else []),
+    ]
     results: dict[str, list[Tally]] = {
         TRAINED: [],
         BEST: [],
@@ -262,7 +269,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         }
         for label, method in methods.items():
             results[label].append(asyncio.run(evaluate(method, team, items, test_seed)))
-        matched = matched_consistency(results["clique (MAD)"][-1], results[BEST][-1], team, len(items))
+        matched = matched_consistency(
+            results["clique (MAD)"][-1], results[BEST][-1], team, len(items), shared
+        )
         results[MATCHED].append(asyncio.run(evaluate(matched, team, items, test_seed)))
         print(f"seed {seed}: trained accuracy {results[TRAINED][-1].accuracy:.3f}, clique {results['clique (MAD)'][-1].accuracy:.3f} "
               f"({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)  # fmt: skip

@@ -97,7 +97,7 @@ async def run_episode(
         decision = await router.route(state, rng)
         done: list[Turn] = []
         for phase in method.phases:
-            calls = PHASE_CALLS[phase](sample, state, decision, done, style)
+            calls = PHASE_CALLS[phase](sample, state, decision, done, style, method.reasoning_chars)
             done += await _respond(calls, seats, decision, sample, grader, r, seeds, style, dataset)
         answered = {t.agent: t for t in done if t.phase == method.phases[-1]}
         views = tuple(next_view(v, answered[i]) if i in answered else v for i, v in enumerate(state.latest))

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import debate.baselines  # noqa: F401 - registers vote and consistency
 import debate.routers  # noqa: F401 - registers the routed methods
 from debate.hooks import hook
-from debate.prompts import STYLE_PHASES, STYLES
+from debate.prompts import MAX_PEER_REASONING_CHARS, STYLE_PHASES, STYLES
 from debate.registry import METHODS, label, method, method_def, resolve
 from debate.routers.base import Router
 from debate.spec import Spec
@@ -42,6 +42,7 @@ class Method:
     rounds: int | None
     prompt_style: str = "pear"
     params: Any = None  # the params object (a router's is `router`); it may pick the seats
+    reasoning_chars: int = MAX_PEER_REASONING_CHARS  # of each earlier reply a prompt shows; 0: all
 
     @property
     def label(self) -> str:
@@ -77,9 +78,12 @@ def build_method(name: str, args: Mapping[str, Any] | None = None) -> Method:
     style = kwargs["prompt_style"]
     if style not in STYLES:
         raise ValueError(f"method '{name}': unknown prompt_style '{style}'; known: {', '.join(STYLES)}")
+    chars = kwargs["reasoning_chars"]
+    if chars < 0:
+        raise ValueError(f"method '{name}': reasoning_chars must be >= 0 (0: whole replies), got {chars}")
     params = d.params(**{k: kwargs[k] for k in d.own_defaults()})
     if not d.routed:  # no debate rounds: the params object says how many agents answer
-        return Method(spec, None, "update", hook(params, "team_size"), 0, style, params)
+        return Method(spec, None, "update", hook(params, "team_size"), 0, style, params, chars)
     protocol = kwargs["protocol"]
     if protocol not in PROTOCOLS:
         raise ValueError(f"method '{name}': unknown protocol '{protocol}'; known: {', '.join(PROTOCOLS)}")
@@ -91,7 +95,7 @@ def build_method(name: str, args: Mapping[str, Any] | None = None) -> Method:
         )
     if d.check is not None:
         d.check(kwargs)
-    return Method(spec, params, protocol, hook(params, "team_size"), None, style, params)
+    return Method(spec, params, protocol, hook(params, "team_size"), None, style, params, chars)
 
 
 @method("cot", protocol=None, summary="one agent, one chain-of-thought answer")

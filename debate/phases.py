@@ -42,7 +42,12 @@ def initial_calls(sample: Sample, n: int, style: str) -> list[Call]:
 
 
 def update_calls(
-    sample: Sample, state: DebateState, decision: Decision, done: Sequence[Turn], style: str
+    sample: Sample,
+    state: DebateState,
+    decision: Decision,
+    done: Sequence[Turn],
+    style: str,
+    chars: int = prompts.MAX_PEER_REASONING_CHARS,
 ) -> list[Call]:
     latest, graph = state.latest, decision.graph
     calls = []
@@ -52,7 +57,8 @@ def update_calls(
         own_text = (
             own_reply(state, t) if style == "rumad" and own is not None else None
         )  # the conversation goes on
-        messages = prompts.update_messages(sample, own, peers, t, style, decision.weights_for(t), own_text)
+        weights = decision.weights_for(t)
+        messages = prompts.update_messages(sample, own, peers, t, style, weights, own_text, chars)
         calls.append(Call(t, "update", messages, graph.sources(t), own, tuple(v for _, v in peers)))
     return calls
 
@@ -68,7 +74,12 @@ def own_reply(state: DebateState, agent: int) -> str | None:
 
 
 def critique_calls(
-    sample: Sample, state: DebateState, decision: Decision, done: Sequence[Turn], style: str
+    sample: Sample,
+    state: DebateState,
+    decision: Decision,
+    done: Sequence[Turn],
+    style: str,
+    chars: int = prompts.MAX_PEER_REASONING_CHARS,
 ) -> list[Call]:
     latest = state.latest
     calls = []
@@ -76,13 +87,18 @@ def critique_calls(
         targets = tuple(t for t in decision.graph.targets(s) if decision.speaks(t))
         if targets:
             shown = [(t, latest[t]) for t in targets]
-            messages = prompts.critique_messages(sample, s, latest[s], shown, style)
+            messages = prompts.critique_messages(sample, s, latest[s], shown, style, chars)
             calls.append(Call(s, "critique", messages, targets, latest[s], tuple(v for _, v in shown)))
     return calls
 
 
 def revise_calls(
-    sample: Sample, state: DebateState, decision: Decision, done: Sequence[Turn], style: str
+    sample: Sample,
+    state: DebateState,
+    decision: Decision,
+    done: Sequence[Turn],
+    style: str,
+    chars: int = prompts.MAX_PEER_REASONING_CHARS,
 ) -> list[Call]:
     latest = state.latest
     reviews = {c.agent: c.extra.get("reviews", {}) for c in done if c.phase == "critique"}
@@ -90,12 +106,13 @@ def revise_calls(
     for t in decision.active_agents():
         sources = tuple(s for s in decision.graph.sources(t) if decision.speaks(s))
         received = [(s, latest[s], reviews.get(s, {}).get(t, "")) for s in sources]
-        messages = prompts.revise_messages(sample, t, latest[t], received, style)
+        messages = prompts.revise_messages(sample, t, latest[t], received, style, chars)
         calls.append(Call(t, "revise", messages, sources, latest[t], tuple(latest[s] for s in sources)))
     return calls
 
 
-PhaseCalls = Callable[[Sample, DebateState, Decision, Sequence[Turn], str], list[Call]]
+# (sample, state, decision, the round's turns so far, prompt style, reasoning characters shown)
+PhaseCalls = Callable[[Sample, DebateState, Decision, Sequence[Turn], str, int], list[Call]]
 PHASE_CALLS: dict[str, PhaseCalls] = {
     "update": update_calls,
     "critique": critique_calls,

@@ -36,24 +36,18 @@ from typing import Any
 from actors.base import Message
 from data.benchmarks.formats import format_block
 from data.types import Sample
+from debate.prompt_views import MAX_PEER_REASONING_CHARS, clip, describe, options, question_block
+from debate.prompts_rumad import RUMAD_SYSTEM, rumad_start, rumad_update
 from debate.state import View
 
 STYLES = ("pear", "rumad")
 STYLE_PHASES = {"pear": ("initial", "update", "critique", "revise"), "rumad": ("initial", "update")}
-MAX_PEER_REASONING_CHARS = 600  # keeps prompts bounded however verbose the peers were
 MAX_CRITIQUE_CHARS = 800
 
 PEAR_SYSTEM = (
     "You are a careful reasoner participating in a structured multi-agent debate. Judge every critique by "
     "the logic of the problem, not by social agreement or majority pressure. Return only valid JSON in the "
     "requested schema, with no markdown fences and no extra commentary."
-)
-RUMAD_SYSTEM = (
-    "Welcome to the debate! You are a seasoned debater with expertise in succinctly and persuasively "
-    "expressing your viewpoints. You will be assigned to debate groups, where you will engage in "
-    "discussions with fellow participants. The outcomes of each group's deliberations will be shared "
-    "among all members. It is crucial for you to leverage this information effectively in order to "
-    "critically analyze the question at hand and ultimately arrive at the correct answer. Best of luck!"
 )
 CONFIDENCE_RUBRIC = (
     "Confidence rubric (integer 1-5): 1 = no reliable basis; mostly guessing, unable to solve, or the "
@@ -71,9 +65,6 @@ _CALIBRATE = (
 )
 _CONF_INT = "The confidence field must be an integer from 1 to 5."
 OWN_HIDDEN = "(not shown this round: solve the problem afresh, using the messages below)"
-RUMAD_CONFIDENCE = (
-    "On the last line write your confidence as 'Confidence: N', N from 1 (guess) to 5 (certain)."
-)
 
 # What engines with structured output are constrained to. Confidence is an enum, not an integer
 # range: llama.cpp's grammar compiler ignores integer minimum/maximum.
@@ -92,38 +83,16 @@ REPLY_SHAPE = (
     '"confidence": 3}'
 )
 
-_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-def _options(sample: Sample) -> str:
-    return "\n".join(f"{_LETTERS[i]}. {c}" for i, c in enumerate(sample.choices))
-
-
-def question_block(sample: Sample) -> str:
-    """The question (with lettered options for multiple choice), RUMAD's `<Question>`."""
-    text = f"Question:\n{sample.question.strip()}"
-    return f"{text}\n{_options(sample)}" if sample.choices else text
-
 
 def problem_block(sample: Sample) -> str:
     """PEAR's PROBLEM block: the E.7 task line for the sample's kind, then the question and options."""
     text = f"PROBLEM\n{format_block(sample.kind, 'pear')}\nProblem: {sample.question.strip()}"
-    return f"{text}\nOptions:\n{_options(sample)}" if sample.choices else text
+    return f"{text}\nOptions:\n{options(sample)}" if sample.choices else text
 
 
 def _then_problem(fixed: str, sample: Sample) -> str:
     """The shared part of a PEAR prompt: fixed text first, then the item."""
     return f"{fixed}\n\n{problem_block(sample)}"
-
-
-def _clip(text: str, limit: int) -> str:
-    return text.strip().replace("\n", " ")[:limit]
-
-
-def _describe(view: View) -> str:
-    answer = view.answer if view.answer is not None else "(no answer)"
-    reasoning = _clip(view.reasoning, MAX_PEER_REASONING_CHARS)
-    return f"Answer: {answer}\nConfidence: {view.confidence}\nReasoning: {reasoning}"
 
 
 def _check(style: str, phase: str) -> None:
@@ -135,7 +104,7 @@ def initial_messages(sample: Sample, agent: int = 0, style: str = "pear") -> tup
     """Round 0: answer independently (PEAR E.3 / RUMAD "Starting")."""
     _check(style, "initial")
     if style == "rumad":
-        return (Message("system", RUMAD_SYSTEM), Message("user", _rumad_start(sample)))
+        return (Message("system", RUMAD_SYSTEM), Message("user", rumad_start(sample)))
     fixed = (
         f"{CONFIDENCE_RUBRIC}\n\nSolve the problem independently. Use the task-specific answer format stated "
         "in the PROBLEM block. You should provide a step-by-step justification for your answer. The "
@@ -155,21 +124,23 @@ def update_messages(
     style: str = "pear",
     weights: Mapping[int, float] | None = None,
     own_text: str | None = None,
+    chars: int = MAX_PEER_REASONING_CHARS,
 ) -> tuple[Message, ...]:
     """The `update` protocol: the agent's own previous answer and its sources' (PEAR E.6 / RUMAD
     "Debate"). `weights` (source -> importance) are shown by the RUMAD template when given;
     `own_text`, the agent's previous reply as generated, is its turn in the RUMAD conversation. `own`
-    None: the agent's own previous response is hidden this round (CPP pruned it)."""
+    None: the agent's own previous response is hidden this round (CPP pruned it). `chars`: how much of
+    each shown reasoning (0: all of it)."""
     _check(style, "update")
     if style == "rumad":
-        return _rumad_update(sample, own, peers, weights, own_text)
+        return rumad_update(sample, own, peers, weights, own_text, chars)
     names = ", ".join(f"Agent {j + 1}" for j, _ in peers)
     topology = (
         f"This round you see messages from {names}."
         if peers
         else "This round no neighbor messages reach you."
     )
-    transcript = "\n\n".join(f"Agent {j + 1}\n{_describe(v)}" for j, v in peers) or "(none)"
+    transcript = "\n\n".join(f"Agent {j + 1}\n{describe(v, chars)}" for j, v in peers) or "(none)"
     fixed = (
         f"{CONFIDENCE_RUBRIC}\n\nUse the task-specific answer format stated in the PROBLEM block. Judge "
         "neighbor messages by logic and evidence, not by majority pressure. Evaluate every distinct neighbor "
@@ -178,7 +149,7 @@ def update_messages(
         f"updating your answer. {_CALIBRATE}\n\nReturn valid JSON with exactly these keys:\n{REPLY_SHAPE}\n"
         f"{_CONF_INT}"
     )
-    history = _describe(own) if own is not None else OWN_HIDDEN
+    history = describe(own, chars) if own is not None else OWN_HIDDEN
     user = (
         f"{_then_problem(fixed, sample)}\n\nYou are Agent {agent + 1} in a structured multi-agent debate. "
         f"{topology}\n\nYOUR PRIVATE HISTORY\n{history}\n\nVISIBLE NEIGHBOR MESSAGES\n{transcript}"
@@ -187,11 +158,16 @@ def update_messages(
 
 
 def critique_messages(
-    sample: Sample, agent: int, own: View, targets: Sequence[tuple[int, View]], style: str = "pear"
+    sample: Sample,
+    agent: int,
+    own: View,
+    targets: Sequence[tuple[int, View]],
+    style: str = "pear",
+    chars: int = MAX_PEER_REASONING_CHARS,
 ) -> tuple[Message, ...]:
     """PEAR E.5: one call in which `agent` reviews every target it was routed to."""
     _check(style, "critique")
-    solutions = "\n\n".join(f"Target Agent {t + 1}\n{_describe(v)}" for t, v in targets)
+    solutions = "\n\n".join(f"Target Agent {t + 1}\n{describe(v, chars)}" for t, v in targets)
     first = targets[0][0] + 1 if targets else 1
     shape = (
         f'{{"reviews": [{{"target": {first}, "step_loc": "first incorrect step, or No error identified", '
@@ -205,21 +181,26 @@ def critique_messages(
     )
     user = (
         f"{_then_problem(fixed, sample)}\n\nYou are Agent {agent + 1}.\n\nYOUR CURRENT ANSWER\n"
-        f"{_describe(own)}\n\nSOLUTIONS TO REVIEW\n{solutions}\n\nReturn valid JSON with exactly this "
+        f"{describe(own, chars)}\n\nSOLUTIONS TO REVIEW\n{solutions}\n\nReturn valid JSON with exactly this "
         f"shape:\n{shape}"
     )
     return (Message("system", PEAR_SYSTEM), Message("user", user))
 
 
 def revise_messages(
-    sample: Sample, agent: int, own: View, critiques: Sequence[tuple[int, View, str]], style: str = "pear"
+    sample: Sample,
+    agent: int,
+    own: View,
+    critiques: Sequence[tuple[int, View, str]],
+    style: str = "pear",
+    chars: int = MAX_PEER_REASONING_CHARS,
 ) -> tuple[Message, ...]:
     """PEAR E.4: revise with the critiques received, ACCEPTing or REJECTing each. `critiques` holds
     (critic, the critic's own view, the critique text)."""
     _check(style, "revise")
     received = "\n\n".join(
         f"Critique from Agent {s + 1} (its answer: {v.answer if v.answer is not None else '(no answer)'}, "
-        f"confidence {v.confidence}):\n{_clip(text, MAX_CRITIQUE_CHARS)}"
+        f"confidence {v.confidence}):\n{clip(text, MAX_CRITIQUE_CHARS)}"
         for s, v, text in critiques
     )
     verdicts = ", ".join(
@@ -240,57 +221,10 @@ def revise_messages(
     )
     user = (
         f"{_then_problem(fixed, sample)}\n\nYou are Agent {agent + 1}.\n\nYOUR PREVIOUS ANSWER\n"
-        f"{_describe(own)}\n\nCRITIQUES YOU RECEIVED\n{received or '(none)'}\n\nReturn valid "
+        f"{describe(own, chars)}\n\nCRITIQUES YOU RECEIVED\n{received or '(none)'}\n\nReturn valid "
         f"JSON with exactly these keys:\n{shape}"
     )
     return (Message("system", PEAR_SYSTEM), Message("user", user))
 
 
-# -- adversarial seats ---------------------------------------------------------------------------
-# -- RUMAD (Table 8) -------------------------------------------------------------------------------
-def _rumad_format(sample: Sample) -> str:
-    return f"{format_block(sample.kind, 'rumad')} {RUMAD_CONFIDENCE}"
-
-
-def rumad_reply(view: View) -> str:
-    """An agent's previous view as the free-text reply the RUMAD prompts ask for."""
-    answer = view.answer if view.answer is not None else "(no answer)"
-    return f"{view.reasoning.strip()}\nThe answer is \\boxed{{{answer}}}.\nConfidence: {view.confidence}"
-
-
-def _rumad_start(sample: Sample) -> str:
-    return (
-        "Can you answer the following question as accurately as possible?\n"
-        f"{question_block(sample)}\nExplain your answer. {_rumad_format(sample)}"
-    )
-
-
-def _rumad_update(
-    sample: Sample,
-    own: View | None,
-    peers: Sequence[tuple[int, View]],
-    weights: Mapping[int, float] | None,
-    own_text: str | None,
-) -> tuple[Message, ...]:
-    weights = weights or {}
-    shown = "\n\n".join(
-        f"Agent {j + 1}{f' (importance {weights[j]:.2f})' if j in weights else ''}: {_describe(v)}"
-        for j, v in peers
-    )
-    basis = " with their indicated importance" if weights else ""
-    ask = (
-        f"These are the solutions from other agents:\n\n{shown}\n\nBased on the above responses{basis}, "
-        "can you provide an updated answer? Examine all solutions step by step."
-        if peers
-        else "No solutions from other agents reach you this round. Can you examine your solution step by "
-        "step and provide an updated answer?"
-    )
-    if own is None:  # its own previous reply hidden: the question, then the others' solutions if any
-        user = f"{_rumad_start(sample)}\n\n{ask}" if peers else _rumad_start(sample)
-        return (Message("system", RUMAD_SYSTEM), Message("user", user))
-    return (
-        Message("system", RUMAD_SYSTEM),
-        Message("user", _rumad_start(sample)),
-        Message("assistant", own_text if own_text is not None else rumad_reply(own)),
-        Message("user", f"{ask} {_rumad_format(sample)}"),
-    )
+__all__ = ["MAX_PEER_REASONING_CHARS", "question_block"]  # re-exported: where callers read them

@@ -1,7 +1,7 @@
 """The method registry. A method's arguments are declared once: they are the fields of its params
 dataclass — its router for methods that debate, a small dataclass for those that do not — with their
 defaults, types (checked here) and range checks (the dataclass's `__post_init__`). Methods that debate
-also take `protocol`; every method takes `prompt_style`.
+also take `protocol`; every method takes `prompt_style` and `reasoning_chars`.
 
 Registering a router is one decorator on its class:
 
@@ -29,9 +29,13 @@ from typing import Any
 from common.added import without_added
 from common.registry import Registry
 from debate.hooks import hook
+from debate.prompt_views import MAX_PEER_REASONING_CHARS
 from debate.spec import Spec, closest
 
-SHARED_DEFAULTS = {"prompt_style": "pear"}
+# Every method's arguments. `reasoning_chars` (how much of each earlier reply's reasoning a prompt
+# shows; 0: all of it) came later: at its default it stays out of ids, so earlier episodes keep theirs.
+SHARED_DEFAULTS: dict[str, Any] = {"prompt_style": "pear", "reasoning_chars": MAX_PEER_REASONING_CHARS}
+SHARED_ADDED = {"reasoning_chars": MAX_PEER_REASONING_CHARS}
 
 
 @dataclass(frozen=True)
@@ -123,7 +127,7 @@ def resolve(name: str, args: Mapping[str, Any] | None = None) -> Spec:
                 f"it takes: {', '.join(defaults)}"
             )
     hints = typing.get_type_hints(d.params)
-    hints.update({k: str for k in ("protocol", "prompt_style")})
+    hints.update({"protocol": str, "prompt_style": str, "reasoning_chars": int})
     resolved = {k: given.get(k, v) for k, v in defaults.items()}
     for key, value in resolved.items():
         check_type(f"method '{name}'", key, value, hints.get(key))
@@ -134,7 +138,7 @@ def resolve(name: str, args: Mapping[str, Any] | None = None) -> Spec:
 def _identity(params: type, resolved: Mapping[str, Any]) -> dict[str, Any]:
     """The id-facing arguments: former names, later arguments left out while at their default."""
     renamed: dict[str, str] = hook(params, "RENAMED")
-    added: dict[str, Any] = hook(params, "ADDED")
+    added: dict[str, Any] = {**SHARED_ADDED, **hook(params, "ADDED")}
     identity_of: Callable[[dict[str, Any]], dict[str, Any]] | None = hook(params, "identity_of")
     kept = without_added(resolved, added)
     return {renamed.get(k, k): v for k, v in (identity_of(kept) if identity_of else kept).items()}

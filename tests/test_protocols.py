@@ -135,6 +135,17 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
         (_set("test.items", True), "test.items: Input should be a valid integer", "whole number"),
         (_set("reward.alpha_accuracy", True), "reward.alpha_accuracy: ", "a number"),
         (_set("targets.0.margin", float("nan")), "targets[0].margin: ", "finite"),
+        (
+            _set("method_args", {"reasoning_charz": 0}),
+            "method_args.reasoning_charz: not an argument every method takes",
+            "(did you mean 'reasoning_chars'?)",
+        ),
+        (
+            _set("method_args", {"reasoning_chars": -1}),
+            "method_args: method 'vote': reasoning_chars must be >= 0",
+            "",
+        ),
+        (_set("method_args", {"reasoning_chars": 0}), "", ""),  # valid
     ],
 )
 def test_each_refusal_is_one_line_naming_the_field(
@@ -169,6 +180,10 @@ def rumad_setup(p: Any, seed: int = 0) -> Any:
             _set("train.base_set", ["datasets.0.limit=16", "rounds=3"]),
             "train: examples/train_rumad_simulated.yaml",
         ),
+        (
+            _set("method_args", {"reasoning_chars": 0}),
+            "method_args.reasoning_chars: the protocol gives every method 0 but",
+        ),
     ],
 )
 def test_the_training_must_resolve_to_what_the_protocol_declares(
@@ -188,6 +203,19 @@ def test_the_example_resolves_cleanly_and_names_its_population(tmp_path: Path) -
     other = p.model_copy(update={"population": "rumad-v2"})
     line = refusal(lambda: check_setup(other, setup, rounds=6))
     assert line.startswith("population: seat model 'sim-strong' of") and "not 'rumad-v2'" in line
+
+
+def test_method_args_reach_every_baseline_and_must_be_what_the_training_runs(tmp_path: Path) -> None:
+    def full(raw: dict[str, Any]) -> None:
+        raw["method_args"] = {"reasoning_chars": 0}
+        raw["train"]["set"] = [*raw["train"]["set"], "method.args.reasoning_chars=0"]
+
+    p = load_protocol(write(tmp_path, full))
+    assert all(args["reasoning_chars"] == 0 for _, _, args in p.baseline_rows())
+    assert p.args({"reasoning_chars": 300, "k": 2}) == {"reasoning_chars": 300, "k": 2}
+    setup = rumad_setup(p)
+    assert setup.method.reasoning_chars == 0
+    check_setup(p, setup, rounds=6)
 
 
 def _v1(raw: dict[str, Any]) -> None:
@@ -491,10 +519,11 @@ def test_the_cpp_bench_labels_per_seat_truncation_as_the_paper_does() -> None:
         bench.setting("0.5/x")
 
 
-def test_the_shipped_cpp_main_protocol_loads_and_resolves(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["cpp-v5-main", "cpp-v5-full-replies"])
+def test_the_shipped_cpp_main_protocols_load_and_resolve(tmp_path: Path, name: str) -> None:
     from bench.protocol_bench import check_setup as check
 
-    path = ROOT / "bench" / "protocols" / "cpp-v5-main.yaml"
+    path = ROOT / "bench" / "protocols" / f"{name}.yaml"
     p = load_protocol(path)
     config, sets, base = p.training(p.train_seeds[0])
     check(p, load_train(config, sets, base, str(tmp_path / "t")), 2)
