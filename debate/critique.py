@@ -142,6 +142,8 @@ def read_verdicts(text: str, sources: Sequence[int]) -> dict[int, str]:
             s = _agent_id(ids[0], sources) if ids else None
             if s is not None and (d := _decision(value)) is not None:
                 verdicts.setdefault(s, d)
+    if _DECISION.search(text) is None:  # no decision word anywhere: no prose verdict either (cheap)
+        return verdicts
     for s in sources:
         if s not in verdicts and (d := _prose_verdict(text, s + 1)) is not None:
             verdicts[s] = d

@@ -8,6 +8,7 @@ import csv
 import dataclasses
 import math
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import optuna
@@ -339,6 +340,44 @@ def test_the_coordinate_search_moves_each_parameter_toward_its_rows(targets_file
     assert score(found) < score(start)
     assert found["skill.a.arith"] > start["skill.a.arith"] + 0.5  # row A asks for 95 %
     assert start_values(t)["skill.a.arith"] > 0  # the start reads row A's 95 % as a high skill
+
+
+def test_the_coordinate_search_runs_each_row_once_per_values_that_move_it(
+    targets_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search reuses a row's result while no parameter that moves it changed, and finds exactly
+    what it finds when every parameter counts as moving every row (nothing reused but repeats)."""
+    from sweep.calibrate import warm
+    from sweep.calibrate.evaluate import Evaluator
+
+    t = load_targets(targets_file)
+    start = {k: (d.low + d.high) / 2 for k, d in space(t).items()}
+    bench_of = {"ar": "arith"}
+    rows = {r.label: r for r in t.fit_rows()}
+    assert warm._moves("skill.a.arith", rows["A"], bench_of, ()) and not warm._moves(
+        "skill.a.arith", rows["B"], bench_of, ()
+    )
+    assert warm._moves("skill.a.arith", rows["B"], bench_of, ("a", "b"))  # an order reorders b too
+    assert warm._moves("dynamics.persuasion", rows["Full-Debate"], bench_of, ())
+    assert not warm._moves("dynamics.persuasion", rows["A"], bench_of, ())
+    for name in space(t):  # every row a parameter is scored on is one it moves
+        assert all(
+            warm._moves(name, r, bench_of, ()) for r in warm._rows_of(name, list(rows.values()), bench_of)
+        )
+
+    def search(moves: Callable[..., bool]) -> tuple[dict[str, float], int]:
+        monkeypatch.setattr(warm, "_moves", moves)
+        evaluator = Evaluator(t, (0,), 4)
+        ran: list[int] = []
+        real = evaluator.run
+        monkeypatch.setattr(evaluator, "run", lambda rs, b: (ran.append(len(rs)), real(rs, b))[1])
+        found = warm.warm_start(t, evaluator, population_backends, dict(start), objective, lambda line: None)
+        return found, sum(ran)
+
+    reused, runs = search(warm._moves)
+    every, all_runs = search(lambda name, row, bench_of, order: True)
+    assert reused == every
+    assert runs < all_runs
 
 
 def test_a_checkpoint_label_may_hold_an_equals_sign() -> None:

@@ -7,15 +7,18 @@ A parameter is scored on the rows it can move, which keeps each step cheap: a me
 benchmark and its spread there on that benchmark's rows that seat the member; its calibration and
 (model v5) self-knowledge on every row that seats it; a benchmark's item spread and misconception on that benchmark's rows; the debate dynamics
 on the rows that debate (`fixed`). Common random numbers (the same seeds and items every time) make
-each score a deterministic function of the values, so a grid comparison is meaningful."""
+each score a deterministic function of the values, so a grid comparison is meaningful — and a row's
+result a function of the values of the parameters that move it (`_moves`), so each row is run once per
+distinct set of those values: a grid's point at the current value, and each pass's closing score of
+every fit row, come from what was already run."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
 from actors.populations import Population
-from sweep.calibrate.evaluate import Evaluator, MakeBackend, RowResult
-from sweep.calibrate.space import population_of, space
+from sweep.calibrate.evaluate import Evaluator, MakeBackend, RowResult, row_method
+from sweep.calibrate.space import DIGITS, population_of, space
 from sweep.calibrate.targets import Row, Targets
 
 PASSES = ((1 / 8, 2), (1 / 24, 1))  # (grid step as a share of the range, steps either side) per pass
@@ -34,6 +37,23 @@ def _rows_of(name: str, rows: Sequence[Row], bench_of: Mapping[str, str]) -> lis
     return [r for r in rows if bench_of[r.dataset] == rest]  # item_spread / misconception
 
 
+def _moves(name: str, row: Row, bench_of: Mapping[str, str], order: Sequence[str]) -> bool:
+    """Whether parameter `name` can change `row`'s result: a superset of `_rows_of` (an ordered
+    member's skill can reorder the others' on its benchmark; the dynamics move every row that debates)."""
+    kind, _, rest = name.partition(".")
+    member, _, bench = rest.partition(".")
+    if kind == "skill":
+        seated = member in row.agents or (member in order and bool(set(order) & set(row.agents)))
+        return seated and bench_of[row.dataset] == bench
+    if kind == "spread":
+        return member in row.agents and bench_of[row.dataset] == bench
+    if kind in ("calibration", "self_knowledge"):
+        return rest in row.agents
+    if kind == "dynamics":
+        return row_method(row, {}).router is not None
+    return bench_of[row.dataset] == rest  # item_spread / misconception
+
+
 def warm_start(
     targets: Targets,
     evaluator: Evaluator,
@@ -49,8 +69,16 @@ def warm_start(
     dims = space(targets)
     current = dict(values)
 
+    moved_by = {r.key: [k for k in dims if _moves(k, r, bench_of, targets.order)] for r in rows}
+    seen: dict[tuple[str, tuple[float, ...]], RowResult] = {}
+
     def evaluate(vals: Mapping[str, float], subset: Sequence[Row]) -> float:
-        return score(subset, evaluator.run(subset, backends(population_of(vals, targets))))
+        keys = {r.key: (r.key, tuple(round(vals[k], DIGITS) for k in moved_by[r.key])) for r in subset}
+        missing = [r for r in subset if keys[r.key] not in seen]
+        if missing:
+            got = evaluator.run(missing, backends(population_of(vals, targets)))
+            seen.update({keys[r.key]: got[r.key] for r in missing})
+        return score(subset, {r.key: seen[keys[r.key]] for r in subset})
 
     order = [k for k in dims if not k.startswith("dynamics.")] + [
         k for k in dims if k.startswith("dynamics.")
