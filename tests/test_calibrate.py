@@ -390,3 +390,26 @@ def test_a_checkpoint_label_may_hold_an_equals_sign() -> None:
     assert got == {"RUMAD B=12": "runs/a=b/best.npz", "gsm8k/RUMAD B=18": "x.npz"}
     with pytest.raises(ConfigError, match="no row labelled 'RUMAD B'"):
         _checkpoints(["RUMAD B=13=x.npz"], targets)
+
+
+def test_a_sharded_evaluation_gives_the_in_process_results(
+    targets_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two worker processes run every other episode; the rows' results are exactly one process's,
+    on a population and on v1. Backends that cannot be pickled stay in-process."""
+    from sweep.calibrate import workers
+    from sweep.calibrate.evaluate import Evaluator, v1_backends
+
+    t = load_targets(targets_file)
+    rows = list(t.rows[:3]) + [t.rows[3]]  # A, B, Full-Debate, Random
+    pop = population_of({k: (d.low * 2 + d.high) / 3 for k, d in space(t).items()}, t)
+    monkeypatch.setattr(workers, "MIN_SHARDED", 1)
+    for make in (population_backends(pop), v1_backends(t)):
+        alone = Evaluator(t, (0, 1), 6).run(rows, make)
+        split = Evaluator(t, (0, 1), 6, workers=2)
+        assert split.run(rows, make) == alone
+        assert split.throughput.episodes == 4 * 2 * 6
+        assert workers._pool is not None and workers._pool[0] == 2  # it did go to the processes
+    assert not workers.shardable(lambda m: population_backends(pop)(m), 1000, 2)
+    assert workers.shardable(population_backends(pop), 1000, 2)
+    assert not workers.shardable(population_backends(pop), 1000, 1)

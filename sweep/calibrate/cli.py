@@ -117,7 +117,9 @@ def _job(args: argparse.Namespace) -> Job:
     if uri is not None:
         uri = file_url(uri, "--tracking-uri")
     seeds = tuple(targets.seeds[: args.fit_seeds])
-    settings = FitSettings(seeds, args.trials, args.sampler, args.seed, args.fit_limit, args.timeout)
+    settings = FitSettings(
+        seeds, args.trials, args.sampler, args.seed, args.fit_limit, args.timeout, workers=args.workers
+    )
     return Job(args, targets, checkpoints, fixed, out, pop_out, uri, settings)
 
 
@@ -197,7 +199,7 @@ def _work(job: Job) -> int:
             + (" (rows that never debate at their expected accuracy)" if settings.expected else "")
         )
     split = "fit" if job.args.fit_only else None
-    done = predict(targets, population, job.checkpoints, not job.args.no_v1, say, split)
+    done = predict(targets, population, job.checkpoints, not job.args.no_v1, say, split, job.args.workers)
     recs = report.records(done.rows, done.results, done.v1)
     name = population.name if population else "v1"
     how += f"; predicted on seeds {list(targets.seeds)}"

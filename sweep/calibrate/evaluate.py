@@ -16,21 +16,21 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from actors.base import Backend
 from actors.population import PopulationBackend
 from actors.populations import Population
-from actors.simulated import SimulatedBackend
 from data.benchmarks.registry import load_benchmark
 from data.grading.graders import grader_for
 from data.types import Sample
 from debate.episode import Agent, run_episode
 from debate.methods import Method, build_method
 from sweep import interrupt
+from sweep.calibrate.backends import MakeBackend, population_backends, v1_backends
 from sweep.calibrate.expected import vote_accuracy
 from sweep.calibrate.targets import Row, Targets
+from sweep.calibrate.workers import shardable, sharded
 from sweep.config.errors import ConfigError
 
-MakeBackend = Callable[[str], Backend]  # member name -> the engine that plays it
+Job = tuple[int, int, Method, list[Agent], Sample, str]  # row index, seed, method, team, item, dataset
 MIN_MAX_TOKENS = 512  # a sweep's default output cap; raised for members whose replies run longer
 
 
@@ -88,27 +88,6 @@ def row_method(row: Row, checkpoints: Mapping[str, str]) -> Method:
         raise ConfigError(f"{row.key}.method: {str(e).strip(chr(39))}; fix the row's method") from None
 
 
-def population_backends(population: Population) -> MakeBackend:
-    """Member name -> the population model playing that member of `population`."""
-    return lambda m: PopulationBackend(model=m, population=population, member=m)
-
-
-def v1_backends(targets: Targets) -> MakeBackend:
-    """Member name -> the v1 engine with the targets' `v1` arguments for it."""
-
-    def make(member: str) -> Backend:
-        if member not in targets.v1:
-            raise ConfigError(
-                f"v1.{member}: no v1 engine arguments for member '{member}'; add them, or pass --no-v1"
-            )
-        try:
-            return SimulatedBackend(model=member, **targets.v1[member])
-        except (TypeError, ValueError) as e:
-            raise ConfigError(f"v1.{member}: {e}; fix the member's v1 engine arguments") from None
-
-    return make
-
-
 def runnable(rows: Sequence[Row], checkpoints: Mapping[str, str]) -> list[Row]:
     """The rows that can run: a row that needs a checkpoint only when one is given for it."""
     return [r for r in rows if r.needs != "checkpoint" or r.key in checkpoints or r.label in checkpoints]
@@ -127,6 +106,7 @@ class Evaluator:
     concurrency: int = 64
     expected: bool = False
     checkpoints: Mapping[str, str] = field(default_factory=dict)
+    workers: int = 1  # processes a large run's episodes are split over (`sweep.calibrate.workers`)
     throughput: Throughput = field(default_factory=Throughput)
     _samples: dict[str, list[Sample]] = field(default_factory=dict, repr=False)
 
@@ -174,9 +154,25 @@ class Evaluator:
         return interrupt.run(self.arun(rows, make_backend))  # SIGTERM stops it as Ctrl-C does
 
     async def arun(self, rows: Sequence[Row], make_backend: MakeBackend) -> dict[str, RowResult]:
+        jobs, expected = self.jobs(rows, make_backend)
+        start = time.perf_counter()
+        if shardable(make_backend, len(jobs), self.workers):
+            results = await sharded(self, rows, make_backend, len(jobs))
+        else:
+            results = await self.episodes(rows, jobs)
+        self.throughput.episodes += len(jobs)
+        self.throughput.seconds += time.perf_counter() - start
+        per_row: dict[int, dict[int, list[Outcome]]] = {}
+        for job, res in zip(jobs, results, strict=True):
+            per_row.setdefault(job[0], {}).setdefault(job[1], []).append(res)
+        return summarise(rows, self.targets, per_row) | expected
+
+    def jobs(self, rows: Sequence[Row], make_backend: MakeBackend) -> tuple[list[Job], dict[str, RowResult]]:
+        """The run's episodes, in a fixed order (row, seed, item), and the rows scored on their
+        expected accuracy instead (`expected`)."""
         members = [m for r in rows for m in (r.agents or self.targets.agents)]
         agents = self.team(members, make_backend)
-        jobs: list[tuple[int, int, Method, list[Agent], Sample, str]] = []
+        jobs: list[Job] = []
         expected: dict[str, RowResult] = {}
         for i, row in enumerate(rows):
             method = row_method(row, self.checkpoints)
@@ -190,9 +186,13 @@ class Evaluator:
                 continue
             for seed in self.seeds:
                 jobs += [(i, seed, method, team, s, name) for s in self.samples(row.dataset)]
+        return jobs, expected
+
+    async def episodes(self, rows: Sequence[Row], jobs: Sequence[Job]) -> list[Outcome]:
+        """Each job's episode, `concurrency` at a time, in job order."""
         gate = asyncio.Semaphore(self.concurrency)
 
-        async def one(job: tuple[int, int, Method, list[Agent], Sample, str]) -> Outcome:
+        async def one(job: Job) -> Outcome:
             i, seed, method, team, sample, name = job
             async with gate:
                 res = await run_episode(method, team, sample, grader_for(sample), seed, rows[i].rounds, name)
@@ -201,14 +201,7 @@ class Evaluator:
                 res.correct, res.cost, sum(t.prompt_tokens + t.completion_tokens for t in res.turns)
             )
 
-        start = time.perf_counter()
-        results = await asyncio.gather(*(one(j) for j in jobs))
-        self.throughput.episodes += len(jobs)
-        self.throughput.seconds += time.perf_counter() - start
-        per_row: dict[int, dict[int, list[Outcome]]] = {}
-        for job, res in zip(jobs, results, strict=True):
-            per_row.setdefault(job[0], {}).setdefault(job[1], []).append(res)
-        return summarise(rows, self.targets, per_row) | expected
+        return list(await asyncio.gather(*(one(j) for j in jobs)))
 
 
 def _population_of(team: Sequence[Agent]) -> Population | None:
@@ -264,13 +257,14 @@ def predict(
     with_v1: bool,
     say: Callable[[str], None],
     split: str | None = None,
+    workers: int = 1,
 ) -> Predictions:
     """Every runnable row (of `split` alone, when given) on `population` (None: on v1 alone) and,
     `with_v1`, on v1 beside it, with the targets' seeds and every item of each dataset."""
     rows = [r for r in targets.rows if split is None or r.split == split]
     run = runnable(rows, checkpoints)
     skipped = [r for r in rows if r not in run]
-    evaluator = Evaluator(targets, targets.seeds, None, checkpoints=checkpoints)
+    evaluator = Evaluator(targets, targets.seeds, None, checkpoints=checkpoints, workers=workers)
     sides = [("v1" if population is None else population.name, population)]
     if with_v1 and population is not None:
         sides.append(("v1", None))

@@ -54,6 +54,7 @@ class FitSettings:
     fit_limit: int = 100
     timeout_min: float | None = None
     expected: bool = True  # rows that never debate score their expected accuracy (`Evaluator.expected`)
+    workers: int = 1  # processes a large evaluation's episodes are split over (same results)
 
 
 @dataclass(frozen=True)
@@ -176,7 +177,9 @@ def fit(
     """Run (or resume) the study in `out` until it holds `settings.trials` finished trials or the
     time limit is reached; the best population so far. `out` must be owned by the caller."""
     rows = list(targets.fit_rows())
-    evaluator = Evaluator(targets, settings.fit_seeds, settings.fit_limit, expected=settings.expected)
+    evaluator = Evaluator(
+        targets, settings.fit_seeds, settings.fit_limit, expected=settings.expected, workers=settings.workers
+    )
     for row in rows:  # every dataset loads and every method builds before the first trial
         evaluator.samples(row.dataset)
         row_method(row, {})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from typing import Any
 
 from sweep.config.flags import positive
@@ -12,6 +13,7 @@ from sweep.config.flags import positive
 TRIALS = 10  # after the coordinate search that starts a fit (`sweep.calibrate.warm`): a local refinement
 FIT_SEEDS = 1
 FIT_LIMIT = 100
+WORKERS = min(8, os.cpu_count() or 1)  # processes: one per core, as most work is simulated episodes
 
 
 _count = positive("60")
@@ -64,6 +66,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=FIT_LIMIT,
         metavar="N",
         help=f"each trial runs at most N items per dataset (default {FIT_LIMIT})",
+    )
+    s.add_argument(
+        "--workers",
+        type=_count,
+        default=WORKERS,
+        metavar="N",
+        help=f"processes a large evaluation's episodes are split over (default {WORKERS}: one per core, "
+        "at most 8); the results do not depend on it",
     )
     s.add_argument("--timeout", type=_minutes, metavar="MIN", help="stop starting trials after MIN minutes")
     s.add_argument("--population-out", metavar="PATH", help="also write the fitted population file here")
