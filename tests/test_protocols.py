@@ -519,7 +519,7 @@ def test_the_cpp_bench_labels_per_seat_truncation_as_the_paper_does() -> None:
         bench.setting("0.5/x")
 
 
-@pytest.mark.parametrize("name", ["cpp-v5-main", "cpp-v5-full-replies"])
+@pytest.mark.parametrize("name", ["cpp-v5-main", "cpp-v5-full-replies", "cpp-v5-du-prompts"])
 def test_the_shipped_cpp_main_protocols_load_and_resolve(tmp_path: Path, name: str) -> None:
     from bench.protocol_bench import check_setup as check
 
