@@ -28,8 +28,9 @@ from sweep.config.sweep import load_config  # noqa: E402
 from sweep.engines.pool import build_agents  # noqa: E402
 
 
-def split(config: str, method: dict, items: int, seed: int) -> tuple[float, Counter, list[str]]:
-    """(cost a task, cost by (seat, round, "in" | "out") as a share of the total, the seats' models)."""
+def split(config: str, method: dict, items: int, seed: int) -> tuple[float, float, Counter, list[str]]:
+    """(accuracy, cost a task, cost by (seat, round, "in" | "out") as a share of the total, the seats'
+    models)."""
     cfg = load_config(config)
     specs = {m: cfg.models[m] for m in set(cfg.team())}
     agents = build_agents(
@@ -40,10 +41,13 @@ def split(config: str, method: dict, items: int, seed: int) -> tuple[float, Coun
     samples = load_benchmark(ds.name, ds.split, limit=items, seed=ds.seed)
     built = build_method(method["name"], method.get("args") or {})
     parts: Counter = Counter()
+    right = 0
 
     async def run() -> None:
+        nonlocal right
         for s in samples:
             res = await run_episode(built, team, s, grader_for(s), seed, cfg.rounds, ds.name)
+            right += res.correct
             for t in res.turns:
                 a = team[t.agent]
                 parts[(t.agent, t.round, "in")] += a.price_in * t.prompt_tokens / 1e6
@@ -51,7 +55,8 @@ def split(config: str, method: dict, items: int, seed: int) -> tuple[float, Coun
 
     asyncio.run(run())
     total = sum(parts.values())
-    return total / len(samples), Counter({k: v / total for k, v in parts.items()}), [a.model for a in team]
+    shares = Counter({k: v / total for k, v in parts.items()})
+    return right / len(samples), total / len(samples), shares, [a.model for a in team]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -73,10 +78,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     method = json.loads(args.method)
     for chars in args.reasoning_chars:
         m = {**method, "args": {**(method.get("args") or {}), "reasoning_chars": chars}}
-        per_task, parts, models = split(args.config, m, args.items, args.seed)
+        acc, per_task, parts, models = split(args.config, m, args.items, args.seed)
         rounds = sorted({k[1] for k in parts})
         print(
-            f"\n{m['name']} {m['args']}: {1000 * per_task:.3f} m$ a task ({args.items} items, seed {args.seed})"
+            f"\n{m['name']} {m['args']}: accuracy {acc:.3f}, {1000 * per_task:.3f} m$ a task "
+            f"({args.items} items, seed {args.seed})"
         )
         print("| seat | " + " | ".join(f"round {r} prompt | round {r} output" for r in rounds) + " |")
         print("| --- " * (1 + 2 * len(rounds)) + "|")
