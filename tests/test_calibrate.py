@@ -413,3 +413,21 @@ def test_a_sharded_evaluation_gives_the_in_process_results(
     assert not workers.shardable(lambda m: population_backends(pop)(m), 1000, 2)
     assert workers.shardable(population_backends(pop), 1000, 2)
     assert not workers.shardable(population_backends(pop), 1000, 1)
+
+
+def test_stopping_the_pool_ends_its_processes_with_work_in_hand() -> None:
+    """An interrupted sharded run stops its workers at once instead of waiting out their shards."""
+    import time
+
+    from sweep.calibrate import workers
+
+    executor = workers.pool(2)
+    busy = executor.submit(time.sleep, 60)
+    while not busy.running():
+        time.sleep(0.05)
+    processes = list(executor._processes.values())  # type: ignore[attr-defined]
+    workers.stop()
+    for process in processes:
+        process.join(timeout=20)
+        assert not process.is_alive()
+    assert workers._pool is None

@@ -49,6 +49,20 @@ def pool(workers: int) -> ProcessPoolExecutor:
     return _pool[1]
 
 
+def stop() -> None:
+    """Stop the pool's processes now, work in hand and all (an interrupted run waits for none)."""
+    global _pool
+    if _pool is None:
+        return
+    executor, _pool = _pool[1], None
+    if hasattr(executor, "terminate_workers"):  # Python 3.14 on
+        executor.terminate_workers()
+        return
+    for process in list((getattr(executor, "_processes", None) or {}).values()):
+        process.terminate()  # before 3.14 the pool offers no public way to stop a running task
+    executor.shutdown(wait=False, cancel_futures=True)
+
+
 @atexit.register
 def _close() -> None:
     if _pool is not None:
@@ -67,9 +81,16 @@ async def sharded(
         evaluator.expected,
         dict(evaluator.checkpoints),
     )
-    shards = await asyncio.gather(
-        *(loop.run_in_executor(pool(n), run_shard, setting, list(rows), make_backend, k, n) for k in range(n))
-    )
+    try:
+        shards = await asyncio.gather(
+            *(
+                loop.run_in_executor(pool(n), run_shard, setting, list(rows), make_backend, k, n)
+                for k in range(n)
+            )
+        )
+    except BaseException:  # cancelled (Ctrl-C, SIGTERM) or a worker failed: stop the other shards too
+        stop()
+        raise
     out: list[Outcome] = [shards[j % n][j // n] for j in range(episodes)]
     return out
 
