@@ -13,7 +13,7 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from actors.population import PopulationBackend
@@ -109,6 +109,11 @@ class Evaluator:
     workers: int = 1  # processes a large run's episodes are split over (`sweep.calibrate.workers`)
     throughput: Throughput = field(default_factory=Throughput)
     _samples: dict[str, list[Sample]] = field(default_factory=dict, repr=False)
+
+    def for_worker(self) -> Evaluator:
+        """This evaluator's settings for a worker process (`sweep.calibrate.workers`): no loaded items,
+        one process, its own throughput."""
+        return replace(self, workers=1, throughput=Throughput(), _samples={})
 
     def samples(self, key: str) -> list[Sample]:
         """The items of dataset `key` (a key of `targets.datasets`), loaded once."""

@@ -3,10 +3,12 @@ episodes into that many shards, one per process of a shared pool, and puts their
 order. Episodes seed their calls by (seed, dataset, item, round, agent, phase), never by the order
 they run in, so a sharded run gives exactly the single-process results (a test compares).
 
-A shard is described, not shipped: the worker rebuilds the evaluator (datasets loaded once per
-process) and the run's job list from the targets, the rows and the backends' picklable maker
-(`PopulationBackends`, `V1Backends`), and runs every n-th job from its offset. A run whose backends
-cannot be pickled (a test's lambda), or too small to pay for the processes, stays in-process."""
+A shard is described, not shipped: the worker gets the evaluator's settings (`Evaluator.for_worker`:
+no loaded items), keeps one evaluator per setting (datasets loaded once per process), rebuilds the
+run's job list from the rows and the backends' picklable maker (`PopulationBackends`, `V1Backends`),
+and runs every n-th job from its offset. A run whose backends cannot be pickled (a test's lambda), or
+too small to pay for the processes, stays in-process. This module knows the evaluator only by the
+methods it calls (`for_worker`, `jobs`, `episodes`), so it imports none of the calibration's."""
 
 from __future__ import annotations
 
@@ -14,17 +16,13 @@ import asyncio
 import atexit
 import multiprocessing
 import pickle
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from sweep.calibrate.evaluate import Evaluator, MakeBackend, Outcome
-    from sweep.calibrate.targets import Row, Targets
+from typing import Any
 
 MIN_SHARDED = 400  # episodes: below this a run stays in-process (a process pool costs seconds)
 _pool: tuple[int, ProcessPoolExecutor] | None = None
-_evaluators: dict[tuple[Any, ...], Evaluator] = {}  # in a worker: one per evaluator setting
+_evaluators: dict[tuple[Any, ...], Any] = {}  # in a worker: one evaluator per setting
 
 
 def shardable(make_backend: Callable[[str], Any], episodes: int, workers: int) -> bool:
@@ -70,17 +68,12 @@ def _close() -> None:
 
 
 async def sharded(
-    evaluator: Evaluator, rows: Sequence[Row], make_backend: MakeBackend, episodes: int
-) -> list[Outcome]:
-    """Every episode of the run (`episodes` of them, in job order), over `evaluator.workers` processes."""
+    evaluator: Any, rows: Sequence[Any], make_backend: Callable[[str], Any], episodes: int
+) -> list[Any]:
+    """Every episode's outcome of the run (`episodes` of them, in job order), over `evaluator.workers`
+    processes."""
     n, loop = evaluator.workers, asyncio.get_running_loop()
-    setting = (
-        evaluator.targets,
-        tuple(evaluator.seeds),
-        evaluator.limit,
-        evaluator.expected,
-        dict(evaluator.checkpoints),
-    )
+    setting = evaluator.for_worker()
     try:
         shards = await asyncio.gather(
             *(
@@ -91,24 +84,20 @@ async def sharded(
     except BaseException:  # cancelled (Ctrl-C, SIGTERM) or a worker failed: stop the other shards too
         stop()
         raise
-    out: list[Outcome] = [shards[j % n][j // n] for j in range(episodes)]
-    return out
+    return [shards[j % n][j // n] for j in range(episodes)]
 
 
-def run_shard(
-    setting: tuple[Targets, tuple[int, ...], int | None, bool, Mapping[str, str]],
-    rows: list[Row],
-    make_backend: MakeBackend,
-    k: int,
-    n: int,
-) -> list[Outcome]:
+def run_shard(setting: Any, rows: list[Any], make_backend: Callable[[str], Any], k: int, n: int) -> list[Any]:
     """In a worker: the outcomes of jobs k, k + n, k + 2n, ... of the run, in that order."""
-    from sweep.calibrate.evaluate import Evaluator
-
-    targets, seeds, limit, expected, checkpoints = setting
-    key = (targets.digest, targets.path, seeds, limit, expected, tuple(sorted(checkpoints.items())))
-    if key not in _evaluators:
-        _evaluators[key] = Evaluator(targets, seeds, limit, expected=expected, checkpoints=checkpoints)
-    evaluator = _evaluators[key]
+    t = setting.targets
+    key = (
+        t.digest,
+        t.path,
+        tuple(setting.seeds),
+        setting.limit,
+        setting.expected,
+        tuple(sorted(setting.checkpoints.items())),
+    )
+    evaluator = _evaluators.setdefault(key, setting)
     jobs, _ = evaluator.jobs(rows, make_backend)
-    return asyncio.run(evaluator.episodes(rows, jobs[k::n]))
+    return list(asyncio.run(evaluator.episodes(rows, jobs[k::n])))
