@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-MIN_SHARDED = 400  # episodes: below this a run stays in-process (a process pool costs seconds)
+MIN_SHARDED = 100  # episodes: below this a run stays in-process (its shards would cost more than they save)
 _pool: tuple[int, ProcessPoolExecutor] | None = None
 _evaluators: dict[tuple[Any, ...], Any] = {}  # in a worker: one evaluator per setting
 
