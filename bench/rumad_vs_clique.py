@@ -230,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     items = load_benchmark("mmlu", split, limit=args.items, seed=shuffle)
     shared = dict(proto.method_args) if proto else {}  # given to every method the bench runs
     baselines = [
-        *((label, name, {**shared, **a}) for label, name, a in BASELINES),
+        *((label, name, proto.args(a) if proto else a) for label, name, a in BASELINES),
         *(proto.baseline_rows() if proto else []),
     ]
     results: dict[str, list[Tally]] = {

@@ -29,7 +29,7 @@ from debate.hooks import hook
 from debate.methods import Method
 from debate.parsing import parse_reply
 from debate.phases import PHASE_CALLS, Call, initial_calls
-from debate.prompts import question_block
+from debate.prompt_views import question_block
 from debate.spec import SeedStream
 from debate.state import DebateState, Turn, next_view
 from debate.trajectory import EpisodeResult, build_trajectory

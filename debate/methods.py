@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 import debate.baselines  # noqa: F401 - registers vote and consistency
 import debate.routers  # noqa: F401 - registers the routed methods
 from debate.hooks import hook
-from debate.prompts import MAX_PEER_REASONING_CHARS, STYLE_PHASES, STYLES
+from debate.prompt_views import MAX_PEER_REASONING_CHARS
+from debate.prompts import STYLE_PHASES, STYLES
 from debate.registry import METHODS, label, method, method_def, resolve
 from debate.routers.base import Router
 from debate.spec import Spec

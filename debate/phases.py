@@ -20,6 +20,7 @@ from actors.frozen import quick_init
 from data.types import Sample
 from debate import prompts
 from debate.decision import Decision
+from debate.prompt_views import MAX_PEER_REASONING_CHARS
 from debate.state import DebateState, Turn, View
 
 
@@ -47,7 +48,7 @@ def update_calls(
     decision: Decision,
     done: Sequence[Turn],
     style: str,
-    chars: int = prompts.MAX_PEER_REASONING_CHARS,
+    chars: int = MAX_PEER_REASONING_CHARS,
 ) -> list[Call]:
     latest, graph = state.latest, decision.graph
     calls = []
@@ -79,7 +80,7 @@ def critique_calls(
     decision: Decision,
     done: Sequence[Turn],
     style: str,
-    chars: int = prompts.MAX_PEER_REASONING_CHARS,
+    chars: int = MAX_PEER_REASONING_CHARS,
 ) -> list[Call]:
     latest = state.latest
     calls = []
@@ -98,7 +99,7 @@ def revise_calls(
     decision: Decision,
     done: Sequence[Turn],
     style: str,
-    chars: int = prompts.MAX_PEER_REASONING_CHARS,
+    chars: int = MAX_PEER_REASONING_CHARS,
 ) -> list[Call]:
     latest = state.latest
     reviews = {c.agent: c.extra.get("reviews", {}) for c in done if c.phase == "critique"}

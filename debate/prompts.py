@@ -36,7 +36,7 @@ from typing import Any
 from actors.base import Message
 from data.benchmarks.formats import format_block
 from data.types import Sample
-from debate.prompt_views import MAX_PEER_REASONING_CHARS, clip, describe, options, question_block
+from debate.prompt_views import MAX_PEER_REASONING_CHARS, clip, describe, options
 from debate.prompts_rumad import RUMAD_SYSTEM, rumad_start, rumad_update
 from debate.state import View
 
@@ -225,6 +225,3 @@ def revise_messages(
         f"JSON with exactly these keys:\n{shape}"
     )
     return (Message("system", PEAR_SYSTEM), Message("user", user))
-
-
-__all__ = ["MAX_PEER_REASONING_CHARS", "question_block"]  # re-exported: where callers read them

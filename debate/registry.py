@@ -35,7 +35,7 @@ from debate.spec import Spec, closest
 # Every method's arguments. `reasoning_chars` (how much of each earlier reply's reasoning a prompt
 # shows; 0: all of it) came later: at its default it stays out of ids, so earlier episodes keep theirs.
 SHARED_DEFAULTS: dict[str, Any] = {"prompt_style": "pear", "reasoning_chars": MAX_PEER_REASONING_CHARS}
-SHARED_ADDED = {"reasoning_chars": MAX_PEER_REASONING_CHARS}
+SHARED_ADDED = {"reasoning_chars": SHARED_DEFAULTS["reasoning_chars"]}  # out of ids at its default
 
 
 @dataclass(frozen=True)
