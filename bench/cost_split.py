@@ -19,23 +19,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from actors.registry import build_backend  # noqa: E402
 from data.benchmarks.registry import load_benchmark  # noqa: E402
 from data.grading.graders import grader_for  # noqa: E402
 from debate.episode import run_episode  # noqa: E402
 from debate.methods import build_method  # noqa: E402
 from sweep.config.sweep import load_config  # noqa: E402
-from sweep.engines.pool import build_agents  # noqa: E402
+from sweep.engines.pool import local_agents  # noqa: E402
 
 
 def split(config: str, method: dict, items: int, seed: int) -> tuple[float, float, Counter, list[str]]:
     """(accuracy, cost a task, cost by (seat, round, "in" | "out") as a share of the total, the seats'
     models)."""
     cfg = load_config(config)
-    specs = {m: cfg.models[m] for m in set(cfg.team())}
-    agents = build_agents(
-        specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None
-    )
+    agents = local_agents(cfg)
     team = [agents[m] for m in cfg.team()]
     ds = cfg.datasets[0]
     samples = load_benchmark(ds.name, ds.split, limit=items, seed=ds.seed)

@@ -34,7 +34,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from actors.encoders import HashedEncoder  # noqa: E402
-from actors.registry import build_backend  # noqa: E402
 from data.benchmarks.registry import load_benchmark  # noqa: E402
 from data.grading.graders import grader_for  # noqa: E402
 from debate.cpp_reward import CppReward, index, kept_matrix, order, returns  # noqa: E402
@@ -43,7 +42,7 @@ from debate.methods import build_method  # noqa: E402
 from debate.routers.cpp import response_text  # noqa: E402
 from debate.trajectory import EpisodeResult  # noqa: E402
 from sweep.config.sweep import load_config  # noqa: E402
-from sweep.engines.pool import build_agents  # noqa: E402
+from sweep.engines.pool import local_agents  # noqa: E402
 
 # The rewards compared: the main method's (Table 1 with its keep-what-fixed-you contrast), the
 # symmetric reading CPP trained with before (a flip credited to whatever was decided), and the
@@ -184,10 +183,7 @@ def collect(
     decisions, and every response decided on (the text CPP's policy reads, its confidence, whether
     it is right)."""
     cfg = load_config(config)
-    specs = {m: cfg.models[m] for m in set(cfg.team())}
-    agents = build_agents(
-        specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None
-    )
+    agents = local_agents(cfg)
     team = [agents[m] for m in cfg.team()]
     ds = cfg.datasets[0]
     samples = load_benchmark(ds.name, split, limit=items, seed=ds.seed)

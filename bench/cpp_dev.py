@@ -28,14 +28,13 @@ from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from actors.registry import build_backend  # noqa: E402
 from bench.cpp_credit import kind  # noqa: E402
 from data.benchmarks.registry import load_benchmark  # noqa: E402
 from data.grading.graders import grader_for  # noqa: E402
 from data.types import Sample  # noqa: E402
 from debate.episode import Agent, run_episode  # noqa: E402
 from debate.methods import Method, build_method  # noqa: E402
-from sweep.engines.pool import build_agents  # noqa: E402
+from sweep.engines.pool import local_agents  # noqa: E402
 from sweep.train.config import load_train  # noqa: E402
 from sweep.train.pg import train  # noqa: E402
 
@@ -89,9 +88,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ds = setup.base.datasets[0]
     if ds.split != "train" or (ds.limit or 0) > args.offset:
         p.error(f"--offset: the training reads {ds.split}[:{ds.limit}]; development items must come after it")
-    specs = {m: setup.base.models[m] for m in set(setup.base.team())}
-    backends = {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}
-    agents = build_agents(specs, backends, None)
+    agents = local_agents(setup.base)
     start = time.monotonic()
     train(setup, agents, console=Console(stderr=True, quiet=True))
     took = time.monotonic() - start

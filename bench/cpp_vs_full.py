@@ -46,7 +46,6 @@ from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from actors.registry import build_backend  # noqa: E402
 from bench import protocol_bench as protocol  # noqa: E402
 from bench.protocol import Protocol, exact_mcnemar  # noqa: E402
 from data.benchmarks.registry import load_benchmark  # noqa: E402
@@ -55,7 +54,7 @@ from debate.baselines import Consistency, matched_m, strongest  # noqa: E402
 from debate.episode import Agent, run_episode  # noqa: E402
 from debate.methods import Method, build_method  # noqa: E402
 from debate.routers.cpp import seat_quantiles  # noqa: E402
-from sweep.engines.pool import build_agents  # noqa: E402
+from sweep.engines.pool import local_agents  # noqa: E402
 from sweep.train.config import load_train  # noqa: E402
 from sweep.train.pg import train  # noqa: E402
 
@@ -207,11 +206,7 @@ def setup_and_agents(
     if proto is not None and adversarial:
         base = [*base, "agents.1.adversarial=true"]
     setup = load_train(config, ["tracking.enabled=false", *keys], base, f"{out}/{tag}-{seed}")
-    specs = {m: setup.base.models[m] for m in set(setup.base.team())}
-    agents = build_agents(
-        specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None
-    )
-    return setup, agents
+    return setup, local_agents(setup.base)
 
 
 def train_seed(

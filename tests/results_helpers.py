@@ -11,9 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from actors.registry import build_backend
 from sweep.config.sweep import SweepConfig, load_config
-from sweep.engines.pool import build_agents
+from sweep.engines.pool import local_agents
 from sweep.run.plan import build_plan
 from sweep.run.runner import write_resolved_config
 from sweep.run.scheduler import run_tasks
@@ -40,8 +39,7 @@ def run_in_process(cfg: SweepConfig) -> Path:
     out = Path(cfg.output_dir).resolve()
     write_resolved_config(cfg, out)
     used = {m: cfg.models[m] for m in sorted({s for t in plan.tasks for s in t.group.seats})}
-    backends = {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in used.items()}
-    agents = build_agents(used, backends, None)
+    agents = local_agents(cfg, used)
     simulated = {m for m, s in used.items() if s.engine == "simulated"}
     with BufferedWriter(ResultStore(out), max_episodes=40) as writer:
         record = Recorder(writer, cfg.identity(), simulated)

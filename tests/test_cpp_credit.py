@@ -70,18 +70,15 @@ def test_rows_follow_the_episode_its_decisions_and_returns() -> None:
 def test_rows_of_reads_each_decision_where_the_reward_indexes_it() -> None:
     import asyncio
 
-    from actors.registry import build_backend
     from data.benchmarks.registry import load_benchmark
     from data.grading.graders import grader_for
     from debate.episode import run_episode
     from debate.methods import build_method
     from sweep.config.sweep import load_config
-    from sweep.engines.pool import build_agents
+    from sweep.engines.pool import local_agents
 
     cfg = load_config(str(ROOT / "examples" / "cpp_calibrated.yaml"))
-    specs = {m: cfg.models[m] for m in set(cfg.team())}
-    backends = {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}
-    agents = build_agents(specs, backends, None)
+    agents = local_agents(cfg)
     team = [agents[m] for m in cfg.team()]
     sample = load_benchmark("arith", "train", limit=1, seed=0)[0]
     method = build_method("random_prune", {"protocol": "update", "p": 0.5})

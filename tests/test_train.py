@@ -19,11 +19,10 @@ import pytest
 import torch
 import yaml
 
-from actors.registry import build_backend
 from debate.methods import build_method
 from debate.policies import checkpoint as ckpt
 from sweep.config.sweep import ConfigError
-from sweep.engines.pool import build_agents
+from sweep.engines.pool import local_agents as pool_agents
 from sweep.train.config import TrainSetup, load_train
 from sweep.train.ppo import gae, train
 from tests.conftest import ROOT, RayHead, sweep_cmd
@@ -60,9 +59,7 @@ def write(tmp: Path, base: dict[str, Any] | None = None, **train_cfg: Any) -> Pa
 
 def local_agents(setup: TrainSetup) -> dict[str, Any]:
     """The base sweep's agents on in-process simulated backends (no Ray)."""
-    specs = {m: setup.base.models[m] for m in set(setup.base.team())}
-    backends = {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}
-    return build_agents(specs, backends, None)
+    return pool_agents(setup.base)
 
 
 def same_weights(a: Path, b: Path) -> bool:

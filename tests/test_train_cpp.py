@@ -14,11 +14,10 @@ import pytest
 import torch
 import yaml
 
-from actors.registry import build_backend
 from debate.policies import checkpoint as ckpt
 from debate.policies.pruning import PruningArch
 from sweep.config.sweep import ConfigError
-from sweep.engines.pool import build_agents
+from sweep.engines.pool import local_agents
 from sweep.train import pg
 from sweep.train.config import TrainSetup, load_train
 
@@ -65,10 +64,7 @@ def write(tmp: Path, **train_cfg: Any) -> Path:
 
 
 def agents_for(setup: TrainSetup) -> dict[str, Any]:
-    specs = {m: setup.base.models[m] for m in set(setup.base.team())}
-    return build_agents(
-        specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None
-    )
+    return local_agents(setup.base)
 
 
 def run(path: Path, *sets: str, **kw: Any) -> Any:

@@ -21,7 +21,6 @@ import pytest
 import torch
 import yaml
 
-from actors.registry import build_backend
 from debate.policies import checkpoint as ckpt
 from debate.policies import shapes
 from debate.policies.actor_critic import PolicyArch, build, weights_of
@@ -31,7 +30,7 @@ from debate.policies.pruning import PruningArch
 from sweep import interrupt
 from sweep.cli import main
 from sweep.config.sweep import ConfigError
-from sweep.engines.pool import build_agents
+from sweep.engines.pool import local_agents
 from sweep.store.ownership import OutputBusy
 from sweep.store.targets import dir_kind, own_dir
 from sweep.train import state
@@ -611,9 +610,7 @@ class LocalPool:
     """`sweep.engines.pool.EnginePool` on in-process simulated backends: a training without Ray."""
 
     def __init__(self, cfg: Any, models: Any, address: Any = None, console: Any = None, **_: Any) -> None:
-        specs = {m: cfg.models[m] for m in set(models)}
-        backends = {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}
-        self.agents = build_agents(specs, backends, None)
+        self.agents = local_agents(cfg, models)
 
     def __enter__(self) -> LocalPool:
         return self

@@ -168,16 +168,13 @@ def _turn(x: Any) -> list[Any]:
 
 
 async def _records(name: str, cfg: Any, policy: Path) -> list[dict[str, Any]]:
-    from actors.registry import build_backend
-    from sweep.engines.pool import build_agents
+    from sweep.engines.pool import local_agents
     from sweep.run.plan import build_plan
     from sweep.run.scheduler import run_one
 
     plan = build_plan(cfg)
     used = sorted({m for t in plan.tasks for m in t.group.seats})
-    specs = {m: cfg.models[m] for m in used}
-    backends = {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}
-    agents = build_agents(specs, backends, None)
+    agents = local_agents(cfg, used)
     rows = []
     for t in plan.tasks:
         res, _ = await run_one(t, agents)

@@ -75,6 +75,17 @@ def build_agents(
     return agents
 
 
+def local_agents(cfg: SweepConfig, models: Iterable[str] | None = None) -> dict[str, Agent]:
+    """One `Agent` per model of `models` (default: the team's), each engine built in this process, no
+    call cache: episodes without Ray, for benches, tests and trainings on the simulated engine."""
+    from actors.registry import build_backend
+
+    specs = {m: cfg.models[m] for m in sorted(set(cfg.team()) if models is None else set(models))}
+    return build_agents(
+        specs, {m: build_backend(s.engine, s.model or m, dict(s.args)) for m, s in specs.items()}, None
+    )
+
+
 def reply_schema(max_tokens: int) -> dict[str, Any]:
     """The reply schema with `reasoning` bounded by the token budget: at most `max_tokens - 64`
     characters (a token is at least a character of such text; 64 tokens stay for the keys, the answer
