@@ -1,4 +1,4 @@
-"""bench/cpp_credit.py and bench/cpp_dev.py: per-decision effects, the rewards' directions, dev items."""
+"""bench/cpp_credit.py, cpp_dev.py and cpp_rules.py: per-decision effects, the rewards' directions, dev items."""
 
 from __future__ import annotations
 
@@ -138,3 +138,15 @@ def test_dev_items_must_come_after_the_training_items(
     assert e.value.code == 2
     assert "--offset: the training reads train[:1000]" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # nothing trained, nothing written
+
+
+def test_the_rule_grid_marks_its_pareto_front(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench.cpp_rules import main as rules_main
+    from bench.cpp_rules import pareto
+
+    assert pareto([(0.6, 1.0), (0.7, 0.8), (0.5, 0.5), (0.7, 0.9)]) == [False, True, True, False]
+    rules_main(["--hide", "2", "--keep", "4", "6", "--items", "4", "--seeds", "0"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    labels = {line.split(" | ")[0][2:] for line in lines[2:]}
+    assert labels == {"Full-Debate", "4/2", "4/2, skip agreeing", "6/2", "6/2, skip agreeing"}
+    assert any(line.endswith("| yes |") for line in lines)  # the cheapest row is always on the front

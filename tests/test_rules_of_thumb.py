@@ -164,6 +164,25 @@ def test_confidence_keep_keeps_and_hides_exactly_by_its_thresholds() -> None:
         build_method("confidence_keep", {"hide_own_at": 6})
 
 
+def test_confidence_keep_can_skip_peers_that_agree_and_keeps_old_ids() -> None:
+    s = state_with(("7", "7", "8", "7", None), (5, 5, 5, 2, 5))
+    d = route_now(ConfidenceKeep(keep_at=4, hide_own_at=2, skip_agreeing=True), s, RNG)
+    # agent 0 (7) skips agent 1 (7, agrees) and agent 3 (unsure); keeps 2 (8) and 4 (no answer: not agreeing)
+    assert {src for src, t in d.graph.edges if t == 0} == {2, 4}
+    assert {src for src, t in d.graph.edges if t == 2} == {0, 1, 4}  # 8 agrees with nobody
+    assert d.hidden_own == {3}
+    plain = route_now(ConfidenceKeep(keep_at=4, hide_own_at=2), s, RNG)
+    assert {src for src, t in plain.graph.edges if t == 0} == {1, 2, 4}
+    default, skipping = (
+        build_method("confidence_keep", {}),
+        build_method("confidence_keep", {"skip_agreeing": True}),
+    )
+    assert "skip_agreeing" not in default.spec.identity()["args"]  # stored episodes keep their ids
+    assert skipping.spec.identity() != default.spec.identity() and "skip_agreeing=True" in skipping.label
+    with pytest.raises(ValueError, match="skip_agreeing"):
+        build_method("confidence_keep", {"skip_agreeing": "yes"})
+
+
 def test_never_keep_drops_exactly_one_seats_responses() -> None:
     s = state_with("1234", (1, 5, 3, 2))
     d = route_now(NeverKeep(seat=1), s, RNG)

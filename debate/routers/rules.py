@@ -11,7 +11,9 @@
   approximates RUMAD's controller by the one signal a calibrated team gives for free: who doubts.
 - `confidence_keep` — CPP's keep/prune decisions (`specs/methods.md` §CPP) as a fixed threshold:
   agent i keeps a peer's previous response when that peer stated confidence >= `keep_at`, and hides
-  its own previous response when its own confidence <= `hide_own_at`. Every agent speaks every round.
+  its own previous response when its own confidence <= `hide_own_at`; with `skip_agreeing` it also
+  prunes a peer whose answer is the agent's own (it brings no answer the agent lacks, and costs its
+  tokens). Every agent speaks every round.
   It stands for what CPP's pruner could learn from confidence alone; its decision record has CPP's
   shape (`keep[i][k] = [candidate, kept, p]`, p 1 or 0), so CPP's reward reads it. Protocol `update`.
 - `never_keep` — Full-Debate with one seat's responses never kept: every agent keeps every previous
@@ -97,7 +99,10 @@ class ConfidenceKeep:
 
     keep_at: int = 4
     hide_own_at: int = 2
+    skip_agreeing: bool = False
     LABEL: ClassVar[tuple[str, ...]] = ("keep_at", "hide_own_at")
+    # added after episodes were stored: ids leave it out at its default, so theirs stay as they were
+    ADDED: ClassVar[dict[str, Any]] = {"skip_agreeing": False}
 
     def __post_init__(self) -> None:
         # keep_at 6 keeps no peer and hide_own_at 0 hides nothing: the rule's two "off" ends
@@ -107,16 +112,32 @@ class ConfidenceKeep:
             raise ValueError(
                 f"confidence_keep: hide_own_at must be in 0..5 (0: hide none), got {self.hide_own_at}"
             )
+        if not isinstance(self.skip_agreeing, bool):
+            raise ValueError(
+                f"confidence_keep: skip_agreeing must be true or false, got {self.skip_agreeing!r}"
+            )
 
-    def keeps(self, agent: int, candidate: int, confidences: tuple[int, ...]) -> bool:
-        """Whether `agent` keeps `candidate`'s previous response (its own when they are the same)."""
+    def keeps(
+        self, agent: int, candidate: int, confidences: tuple[int, ...], answers: tuple[str | None, ...] = ()
+    ) -> bool:
+        """Whether `agent` keeps `candidate`'s previous response (its own when they are the same);
+        `answers`, the previous round's, matter only with `skip_agreeing`."""
         if candidate == agent:
             return confidences[agent] > self.hide_own_at
+        if (
+            self.skip_agreeing
+            and answers
+            and answers[candidate] is not None
+            and answers[candidate] == answers[agent]
+        ):
+            return False
         return confidences[candidate] >= self.keep_at
 
     async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
-        n, conf = state.n, state.confidences()
-        keep = [[self.keeps(i, j, conf) for j in order(i, n)] for i in range(n)]  # keep[i][k]: order(i)[k]
+        n, conf, answers = state.n, state.confidences(), state.answers()
+        keep = [
+            [self.keeps(i, j, conf, answers) for j in order(i, n)] for i in range(n)
+        ]  # keep[i][k]: order(i)[k]
         edges = [(order(i, n)[k], i) for i in range(n) for k in range(1, n) if keep[i][k]]
         hidden = frozenset(i for i in range(n) if not keep[i][0])
         record = {
