@@ -135,9 +135,8 @@ class ConfidenceKeep:
 
     async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         n, conf, answers = state.n, state.confidences(), state.answers()
-        keep = [
-            [self.keeps(i, j, conf, answers) for j in order(i, n)] for i in range(n)
-        ]  # keep[i][k]: order(i)[k]
+        # keep[i][k]: whether agent i keeps candidate order(i)[k]
+        keep = [[self.keeps(i, j, conf, answers) for j in order(i, n)] for i in range(n)]
         edges = [(order(i, n)[k], i) for i in range(n) for k in range(1, n) if keep[i][k]]
         hidden = frozenset(i for i in range(n) if not keep[i][0])
         record = {

@@ -77,7 +77,7 @@ def build_agents(
 
 def local_agents(cfg: SweepConfig, models: Iterable[str] | None = None) -> dict[str, Agent]:
     """One `Agent` per model of `models` (default: the team's), each engine built in this process, no
-    call cache: episodes without Ray, for benches, tests and trainings on the simulated engine."""
+    call cache: episodes without Ray or a pool, for benches and tests."""
     from actors.registry import build_backend
 
     specs = {m: cfg.models[m] for m in sorted(set(cfg.team()) if models is None else set(models))}
