@@ -44,6 +44,9 @@ from debate.trajectory import EpisodeResult  # noqa: E402
 from sweep.config.sweep import load_config  # noqa: E402
 from sweep.engines.pool import local_agents  # noqa: E402
 
+# Every method's arguments by default: cpp-v5-du-prompts' method_args (Du et al. prompts, whole replies)
+DU_WHOLE = {"prompt_style": "rumad", "reasoning_chars": 0}
+
 # The rewards compared: the main method's (Table 1 with its keep-what-fixed-you contrast), the
 # symmetric reading CPP trained with before (a flip credited to whatever was decided), and the
 # two-stage ablation's second stage at its sparsest (k = 0: keeping what stayed right earns nothing).
@@ -215,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--split", default="train", help="never the test split: this chooses what to declare")
     p.add_argument(
         "--method-args",
-        default='{"prompt_style": "rumad", "reasoning_chars": 0}',
+        default=json.dumps(DU_WHOLE),
         help="JSON arguments of every method (a protocol's method_args)",
     )
     args = p.parse_args(argv)

@@ -28,7 +28,7 @@ from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from bench.cpp_credit import kind  # noqa: E402
+from bench.cpp_credit import DU_WHOLE, kind  # noqa: E402
 from data.benchmarks.registry import load_benchmark  # noqa: E402
 from data.grading.graders import grader_for  # noqa: E402
 from data.types import Sample  # noqa: E402
@@ -41,7 +41,7 @@ from sweep.train.pg import train  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 # cpp-v5-du-prompts' training: the main method, the hashed encoder, whole replies, Du et al.'s prompts
 BASE_SET = ["cpp.encoder=hashed", "method.args.reasoning_chars=0", "method.args.prompt_style=rumad"]
-SHARED = {"protocol": "update", "reasoning_chars": 0, "prompt_style": "rumad"}
+SHARED = {"protocol": "update", **DU_WHOLE}
 
 
 def evaluate(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -74,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("| --- | --- | --- | --- | --- | --- |")
     order = sorted(zip(results.items(), front, strict=True), key=lambda x: x[0][1][1])
     for (label, (acc, cost, kept)), on_front in order:
-        kept_cell = "–" if kept != kept else f"{kept:.1f}"  # nan: no keep decisions
+        kept_cell = "–" if math.isnan(kept) else f"{kept:.1f}"  # nan: no keep decisions
         print(
             f"| {label} | {acc:.3f} | {acc - full_acc:+.3f} | {cost / full_cost:.1%} | {kept_cell} | "
             f"{'yes' if on_front else ''} |"
