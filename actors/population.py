@@ -1,4 +1,4 @@
-"""Population models v2-v5: simulated debaters whose samples share a latent competence per item and who
+"""Population models v2-v6: simulated debaters whose samples share a latent competence per item and who
 read each other's arguments. Every mechanism and parameter is stated in `docs/population.md`; the
 parameters come from a population file (`actors.populations`). In short, for member m on item i of
 benchmark b:
@@ -7,7 +7,9 @@ benchmark b:
   normals hashed from the item (shared by every member) and from (member, item) (shared by every
   sample of that member), so one member's consistency saturates at what it can do on the item;
 - a sample is right with probability p; a wrong one gives the item's shared misconception with
-  probability misconception[b] (several members fall into it together), else a slip of its own;
+  probability misconception[b] (several members fall into it together), else a slip of its own:
+  in v6 its habitual wrong answer on the item at rate habit[m] (one answer all its samples share),
+  else a fresh slip;
 - an update reads the peers' arguments: a correct one convinces with probability growing with the
   reader's competence (it can check it), a confident wrong one misleads in proportion to the
   reader's incompetence; an argument cut off by an output cap persuades less (`cut_persuasion`); an
@@ -48,7 +50,7 @@ from actors.sim_items import CONF_RIGHT, CONF_UNIFORM, CONF_WRONG, LETTERS, item
 from actors.sim_seed import seeded
 from actors.sim_text import review, same
 
-VERSION = "v5"  # the newest model this module runs (it runs every version in `actors.populations.VERSIONS`)
+VERSION = "v6"  # the newest model this module runs (it runs every version in `actors.populations.VERSIONS`)
 _DISTRACTORS = 4
 _JSON_CHARS = 60  # the JSON around the reasoning: {"reasoning": "", "answer": ..., "confidence": 3}
 
@@ -196,13 +198,18 @@ class PopulationBackend:
     def _sample(
         self, u_right: float, u_slip: float, p: float, h: Hints, wrong: Sequence[str], dataset: str
     ) -> str:
-        """One sample: right with probability p, else the shared misconception or a slip of its own."""
+        """One sample: right with probability p, else the shared misconception, else (v6) at rate `habit`
+        the member's habitual wrong answer on the item, else a slip of its own."""
         assert h.gold is not None
         if u_right < p:
             return h.gold
-        if u_slip < self.population.bench(dataset).misconception or len(wrong) == 1:
+        misconception = self.population.bench(dataset).misconception
+        if u_slip < misconception or len(wrong) == 1:
             return wrong[0]
         own_slips = list(wrong[1:])
+        habit = self.member.habit  # v6: a file of an older model has 0, and its slips stay as they were
+        if habit > 0.0 and u_slip - misconception < habit * (1.0 - misconception):
+            return own_slips[stable_hash("habit", self.member_name, h.item) % len(own_slips)]
         pick = stable_hash("slip", self.member_name, h.item) + int(u_slip * 1e9)
         return own_slips[pick % len(own_slips)]
 

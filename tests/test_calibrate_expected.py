@@ -21,10 +21,14 @@ from sweep.calibrate.targets import load_targets
 SEEDS = 40  # episodes per item for the reference mean: its se on 30 items is about 1.3 points
 
 
-def team(calibration: float = 0.8, self_knowledge: float | None = None, **spread: float) -> Population:
-    """The test team on model v4, or on v5 with both members' `self_knowledge` when it is given."""
+def team(
+    calibration: float = 0.8, self_knowledge: float | None = None, habit: float | None = None, **spread: float
+) -> Population:
+    """The test team on model v4, on v5 with both members' `self_knowledge` when it is given, on v6
+    with both members' `habit` when that is given."""
+    version = "v4" if self_knowledge is None else "v5"
     raw: dict[str, Any] = {
-        "version": "v4" if self_knowledge is None else "v5",
+        "version": version if habit is None else "v6",
         "members": {
             "a": {
                 "skill": {"default": 0.4},
@@ -35,9 +39,11 @@ def team(calibration: float = 0.8, self_knowledge: float | None = None, **spread
         },
         "benchmarks": {"default": {"item_spread": 1.0, "misconception": 0.4}},
     }
-    if self_knowledge is not None:
-        for m in raw["members"].values():
+    for m in raw["members"].values():
+        if self_knowledge is not None:
             m["self_knowledge"] = self_knowledge
+        if habit is not None:
+            m["habit"] = habit
     return parse("test", raw)
 
 
@@ -73,11 +79,15 @@ def targets(tmp_path: Path) -> Any:
     return load_targets(path)
 
 
-@pytest.mark.parametrize("pop", [team(), team(calibration=1.0, self_knowledge=0.3)], ids=["v4", "v5"])
+@pytest.mark.parametrize(
+    "pop",
+    [team(), team(calibration=1.0, self_knowledge=0.3), team(calibration=1.0, self_knowledge=0.3, habit=1.0)],
+    ids=["v4", "v5", "v6"],
+)
 def test_expected_accuracy_matches_the_episodes_mean(targets: Any, pop: Population) -> None:
     """Each non-debate row's expectation lies within 4 standard errors of the mean of its episodes
-    over 40 seeds: the estimate follows the model's samples, slips, confidences (v5: confidences
-    that follow the item rather than the sample) and vote rule."""
+    over 40 seeds: the estimate follows the model's samples, slips (v6: a member's habitual one),
+    confidences (v5: confidences that follow the item rather than the sample) and vote rule."""
     episodes = Evaluator(targets, targets.seeds).run(list(targets.fit_rows()), population_backends(pop))
     expected = Evaluator(targets, [0], expected=True).run(list(targets.fit_rows()), population_backends(pop))
     for row in targets.fit_rows():
@@ -144,11 +154,12 @@ def test_v5_without_self_knowledge_two_samples_tie_as_one() -> None:
 
 def test_v5_search_space_and_a_start_from_a_v4_file(targets: Any) -> None:
     """The fit searches each member's self_knowledge in [0, 1]; a start from a v4 population (which
-    lacks it) puts it at the middle, a v5 one keeps its value, and the fitted file is a v5 one."""
+    lacks it) puts it at the middle, a v5 one keeps its value, and the fitted file is of the newest
+    model (v6), which keeps it."""
     dims = space(targets)
     assert (dims["self_knowledge.a"].low, dims["self_knowledge.a"].high) == (0.0, 1.0)
     assert values_of(team(), targets)["self_knowledge.b"] == 0.5
     values = values_of(team(self_knowledge=0.2), targets)
     assert values["self_knowledge.b"] == 0.2
     fitted = population_of(values, targets)
-    assert fitted.version == "v5" and fitted.member("b").self_knowledge == 0.2
+    assert fitted.version == "v6" and fitted.member("b").self_knowledge == 0.2

@@ -10,7 +10,8 @@ fit's residuals are the model's, not the sample's. Debate rows still run as epis
 
 Each draw follows the population model's round-0 reply (`actors.population`): right with the
 member's competence p on the item; wrong, the item's shared misconception with probability
-`misconception`, else one of the member's own slips (uniform over the item's other distractors); a
+`misconception`, else one of the member's own slips (uniform over the item's other distractors; model
+v6: its habitual one on the item at rate `habit`); a
 confidence from the calibrated tables at rate `calibration`, else uniform (model v5: the table follows
 the sample's correctness at rate `self_knowledge`, else a Bernoulli of p). The vote is
 `debate.vote.majority_vote`'s rule: most votes, then the highest summed confidence, then the
@@ -26,7 +27,7 @@ import numpy as np
 from actors.population import PopulationBackend
 from actors.populations import Population
 from actors.sim_hints import Hints
-from actors.sim_items import CONF_RIGHT, CONF_UNIFORM, CONF_WRONG, item_profile
+from actors.sim_items import CONF_RIGHT, CONF_UNIFORM, CONF_WRONG, item_profile, stable_hash
 from data.grading.graders import grader_for
 from data.types import Sample
 
@@ -115,8 +116,17 @@ def vote_accuracy(
     shape = (len(samples), draws, len(seats))
     right = rng.random(shape) < p[:, None, :]
     # Answer codes: 0 the gold, 1 the shared misconception, 2 + k the k-th own slip.
-    misconceived = (rng.random(shape) < population.bench(dataset).misconception) | (slips < 1)
+    u_slip, misconception = rng.random(shape), population.bench(dataset).misconception
+    misconceived = (u_slip < misconception) | (slips < 1)
     slip = 2 + np.floor(rng.random(shape) * np.maximum(slips, 1)).astype(np.int64)
+    habit = np.array([population.member(m).habit for m in seats])
+    if (habit > 0).any():  # v6: at rate `habit` a member's slip is its habitual one on the item
+        habitual = [
+            [stable_hash("habit", m, s.id) % max(len(a) - 2, 1) for m in seats]
+            for s, (a, _) in zip(samples, profiles, strict=True)
+        ]
+        usual = u_slip - misconception < habit * (1.0 - misconception)
+        slip = np.where(usual, 2 + np.array(habitual)[:, None, :], slip)
     code = np.where(right, 0, np.where(misconceived, 1, slip))
     calibration = np.array([population.member(m).calibration for m in seats])
     knows = np.array([population.member(m).self_knowledge for m in seats])

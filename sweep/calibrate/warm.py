@@ -4,8 +4,8 @@ over a small grid and kept where the fit rows it touches score best, so the Optu
 from their middles.
 
 A parameter is scored on the rows it can move, which keeps each step cheap: a member's skill on a
-benchmark and its spread there on that benchmark's rows that seat the member; its calibration and
-(model v5) self-knowledge on every row that seats it; a benchmark's item spread and misconception on that benchmark's rows; the debate dynamics
+benchmark and its spread there on that benchmark's rows that seat the member; its calibration,
+(model v5) self-knowledge and (model v6) habit on every row that seats it; a benchmark's item spread and misconception on that benchmark's rows; the debate dynamics
 on the rows that debate (`fixed`). Common random numbers (the same seeds and items every time) make
 each score a deterministic function of the values, so a grid comparison is meaningful — and a row's
 result a function of the values of the parameters that move it (`_moves`), so each row is run once per
@@ -21,7 +21,10 @@ from sweep.calibrate.evaluate import Evaluator, MakeBackend, RowResult, row_meth
 from sweep.calibrate.space import DIGITS, population_of, space
 from sweep.calibrate.targets import Row, Targets
 
-PASSES = ((1 / 8, 2), (1 / 24, 1))  # (grid step as a share of the range, steps either side) per pass
+# (grid step as a share of the range, steps either side) per pass. The first, coarse pass reaches half
+# a range either side: a parameter new to a model version starts at its neutral end (v6's `habit` at 0)
+# and must be able to get across its range from there.
+PASSES = ((1 / 4, 2), (1 / 8, 1), (1 / 24, 1))
 
 
 def _rows_of(name: str, rows: Sequence[Row], bench_of: Mapping[str, str]) -> list[Row]:
@@ -30,7 +33,7 @@ def _rows_of(name: str, rows: Sequence[Row], bench_of: Mapping[str, str]) -> lis
     if kind in ("skill", "spread"):
         member, _, bench = rest.partition(".")
         return [r for r in rows if member in r.agents and bench_of[r.dataset] == bench]
-    if kind in ("calibration", "self_knowledge"):
+    if kind in ("calibration", "self_knowledge", "habit"):
         return [r for r in rows if rest in r.agents]
     if kind == "dynamics":
         return [r for r in rows if r.method.get("name") == "fixed"]
@@ -47,7 +50,7 @@ def _moves(name: str, row: Row, bench_of: Mapping[str, str], order: Sequence[str
         return seated and bench_of[row.dataset] == bench
     if kind == "spread":
         return member in row.agents and bench_of[row.dataset] == bench
-    if kind in ("calibration", "self_knowledge"):
+    if kind in ("calibration", "self_knowledge", "habit"):
         return rest in row.agents
     if kind == "dynamics":
         return row_method(row, {}).router is not None
