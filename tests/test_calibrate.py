@@ -439,3 +439,31 @@ def test_stopping_the_pool_ends_its_processes_with_work_in_hand() -> None:
         time.sleep(0.05)
     assert not any(running(pid) for pid in pids)
     assert workers._pool is None
+
+
+def test_the_coordinate_search_goes_on_while_a_parameter_stops_at_its_grids_edge(
+    targets_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From the bottom of its range, a skill whose row asks for 95 % stops at the top of the first
+    pass's grid (half the range up); the pass runs again from there and carries it further, which a
+    search without the repeats does not."""
+    from sweep.calibrate import warm
+    from sweep.calibrate.evaluate import Evaluator
+
+    t = load_targets(targets_file)
+    t = dataclasses.replace(
+        t, rows=tuple(dataclasses.replace(r, acc=95.0) if r.label == "A" else r for r in t.rows)
+    )
+    start = {k: (d.low + d.high) / 2 for k, d in space(t).items()}
+    start["skill.a.arith"] = space(t)["skill.a.arith"].low
+    lines: list[str] = []
+
+    def search() -> float:
+        evaluator = Evaluator(t, (0,), 30, expected=True)
+        found = warm.warm_start(t, evaluator, population_backends, dict(start), objective, lines.append)
+        return found["skill.a.arith"]
+
+    far = search()
+    assert any("stopped at their grid's edge" in line for line in lines)
+    monkeypatch.setattr(warm, "EDGE_REPEATS", 0)
+    assert far >= search() + 0.5

@@ -25,6 +25,9 @@ from sweep.calibrate.targets import Row, Targets
 # a range either side: a parameter new to a model version starts at its neutral end (v6's `habit` at 0)
 # and must be able to get across its range from there.
 PASSES = ((1 / 4, 2), (1 / 8, 1), (1 / 24, 1))
+# A pass runs again (up to this many times) while some parameter stopped at the last point of its grid
+# inside its range: its best value may lie further out than one pass reaches.
+EDGE_REPEATS = 3
 
 
 def _rows_of(name: str, rows: Sequence[Row], bench_of: Mapping[str, str]) -> list[Row]:
@@ -87,14 +90,25 @@ def warm_start(
         k for k in dims if k.startswith("dynamics.")
     ]
     for step, reach in PASSES:
-        for name in order:
-            subset = _rows_of(name, rows, bench_of)
-            if not subset:
-                continue
-            d = dims[name]
-            h = step * (d.high - d.low)
-            grid = sorted({min(d.high, max(d.low, current[name] + i * h)) for i in range(-reach, reach + 1)})
-            scored = [(evaluate({**current, name: x}, subset), abs(x - current[name]), x) for x in grid]
-            current[name] = min(scored)[2]  # ties keep the value nearest the current one
-        say(f"start: pass at step {step:.3f} of each range, objective {evaluate(current, rows):.4g}")
+        for _ in range(EDGE_REPEATS + 1):
+            edged = 0  # parameters that stopped at their grid's last point inside the range
+            for name in order:
+                subset = _rows_of(name, rows, bench_of)
+                if not subset:
+                    continue
+                d = dims[name]
+                h = step * (d.high - d.low)
+                grid = sorted(
+                    {min(d.high, max(d.low, current[name] + i * h)) for i in range(-reach, reach + 1)}
+                )
+                scored = [(evaluate({**current, name: x}, subset), abs(x - current[name]), x) for x in grid]
+                best = min(scored)[2]  # ties keep the value nearest the current one
+                edged += best != current[name] and best in (grid[0], grid[-1]) and d.low < best < d.high
+                current[name] = best
+            note = f"; {edged} parameters stopped at their grid's edge" if edged else ""
+            say(
+                f"start: pass at step {step:.3f} of each range, objective {evaluate(current, rows):.4g}{note}"
+            )
+            if not edged:
+                break
     return current
