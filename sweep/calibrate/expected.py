@@ -11,11 +11,10 @@ fit's residuals are the model's, not the sample's. Debate rows still run as epis
 Each draw follows the population model's round-0 reply (`actors.population`): right with the
 member's competence p on the item; wrong, the item's shared misconception with probability
 `misconception`, else one of the member's own slips (uniform over the item's other distractors; model
-v6: its habitual one on the item at rate `habit`); a
-confidence from the calibrated tables at rate `calibration`, else uniform (model v5: the table follows
-the sample's correctness at rate `self_knowledge`, else a Bernoulli of p). The vote is
-`debate.vote.majority_vote`'s rule: most votes, then the highest summed confidence, then the
-smallest answer. `tests/test_calibrate_expected.py` holds these estimates to the mean of real
+v6: its habitual one on the item at rate `habit`); a confidence from the calibrated tables at rate
+`calibration`, else uniform (model v5: the table follows the sample's correctness at rate
+`self_knowledge`, else a Bernoulli of p). The vote is `debate.vote.majority_vote`'s rule: most
+votes, then the highest summed confidence, then the smallest answer. `tests/test_calibrate_expected.py` holds these estimates to the mean of real
 episodes over many seeds, so the two cannot drift apart."""
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ Fitted, per member: its skill logit and (model v4) its `spread` on each benchmar
 dataset *names*, e.g. math500), and its `calibration` (how well its stated confidence tells right from wrong: it breaks
 the ties of small votes, so consistency at n = 2 pins it) and (model v5) its `self_knowledge` (how far
 a confidence follows the sample's own correctness rather than how easy the item feels: with
-calibration it sets how much n = 2 gains on one sample) and (model v6) its `habit` (how often its wrong
-samples repeat one answer of its own: how little its votes gain over one sample); per benchmark: `item_spread` and
-`misconception`; the dynamics' `persuasion`, `mislead`, `stubbornness`, `reflect`, `context_cost`
+calibration it sets how much n = 2 gains on one sample) and (model v6) its `habit` (how often its
+wrong samples repeat one answer of its own: how little its votes gain over one sample); per
+benchmark: `item_spread` and `misconception`; the dynamics' `persuasion`, `mislead`, `stubbornness`, `reflect`, `context_cost`
 and (model v3) `verify`.
 Not fitted: prices and token figures (the targets give them), the other dynamics. A targets file's
 `order` (members, best first) sorts those members' skills on each benchmark: the search moves freely,
@@ -123,7 +123,8 @@ def population_of(values: Mapping[str, float], targets: Targets, description: st
 def values_of(population: Population, targets: Targets) -> dict[str, float]:
     """The parameters of `population` in `space(targets)`, clipped to the bounds (a member or
     benchmark the population lacks takes its `default`; a parameter its model version lacks, the
-    middle of its range, except `habit`, whose 0 replies as the older model), e.g. to start a search from a population."""
+    middle of its range, except `habit`, whose 0 replies as the older model), e.g. to start a search
+    from a population."""
     dyn = population.dynamics
     raw: dict[str, float] = {f"dynamics.{k}": float(getattr(dyn, k)) for k in DYNAMICS}
     for key, since in SINCE.items():  # a parameter an older population's model lacks: the middle

@@ -6,11 +6,12 @@ from their middles.
 A parameter is scored on the rows it can move, which keeps each step cheap: a member's skill on a
 benchmark and its spread there on that benchmark's rows that seat the member; its calibration,
 (model v5) self-knowledge and (model v6) habit on every row that seats it; a benchmark's item spread
-and misconception on that benchmark's rows; the debate dynamics on the rows that debate (`fixed`). Common random numbers (the same seeds and items every time) make
-each score a deterministic function of the values, so a grid comparison is meaningful — and a row's
-result a function of the values of the parameters that move it (`_moves`), so each row is run once per
-distinct set of those values: a grid's point at the current value, and each pass's closing score of
-every fit row, come from what was already run."""
+and misconception on that benchmark's rows; the debate dynamics on the rows that debate (`fixed`).
+Common random numbers (the same seeds and items every time) make each score a deterministic function
+of the values, so a grid comparison is meaningful — and a row's result a function of the values of
+the parameters that move it (`_moves`), so each row is run once per distinct set of those values: a
+grid's point at the current value, and each pass's closing score of every fit row, come from what
+was already run."""
 
 from __future__ import annotations
 
