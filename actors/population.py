@@ -1,4 +1,4 @@
-"""Population models v2-v6: simulated debaters whose samples share a latent competence per item and who
+"""Population models v2-v7: simulated debaters whose samples share a latent competence per item and who
 read each other's arguments. Every mechanism and parameter is stated in `docs/population.md`; the
 parameters come from a population file (`actors.populations`). In short, for member m on item i of
 benchmark b:
@@ -17,7 +17,8 @@ benchmark b:
   where it is; unconvinced, the reader may re-solve from scratch (`reflect`); `stubbornness` is the
   share of updates that change nothing;
 - context cost: peer text past `context_free_tokens` lowers the reader's competence logit by
-  `context_cost` per doubling (and its prompt tokens grow with it);
+  `context_cost` per doubling (and its prompt tokens grow with it); in v7 a reader shown any peer's
+  work gains `insight[m]` on that logit (a critique or a worked answer helps it solve the item);
 - confidence: from the calibrated tables (right: mostly 4-5, wrong: mostly 1-3) at rate
   `calibration`, else uniform; in v5 the table follows the sample's own correctness only at rate
   `self_knowledge`, else a Bernoulli of the member's competence p (how easy the item feels), so two
@@ -50,7 +51,7 @@ from actors.sim_items import CONF_RIGHT, CONF_UNIFORM, CONF_WRONG, LETTERS, item
 from actors.sim_seed import seeded
 from actors.sim_text import review, same
 
-VERSION = "v6"  # the newest model this module runs (it runs every version in `actors.populations.VERSIONS`)
+VERSION = "v7"  # the newest model this module runs (it runs every version in `actors.populations.VERSIONS`)
 _DISTRACTORS = 4
 _JSON_CHARS = 60  # the JSON around the reasoning: {"reasoning": "", "answer": ..., "confidence": 3}
 
@@ -188,7 +189,9 @@ class PopulationBackend:
             conf = self._confidence(rng, same(own, h.gold), _sigmoid(logit))
             return self._critique(rng, h, own, conf), "kept"
         peers = [p for p in read_peers(raw) if p.answer is not None]
-        p_eff = _sigmoid(logit - self._context_cost(peers))
+        # v7: reading others' work lifts the reader's own competence (0 in older files: as they were).
+        lift = self.member.insight if peers else 0.0
+        p_eff = _sigmoid(logit - self._context_cost(peers) + lift)
         tag, answer = self._update(u, h.gold, own, peers, p_eff)
         if tag == "fixed":  # re-solved from scratch: a fresh sample at the competence it has now
             answer = self._sample(u[4], u[5], p_eff, h, wrong, dataset)

@@ -31,11 +31,11 @@ from typing import Any
 import yaml
 
 # Population models a file may name; `v1` is the engine's arguments, not a file.
-VERSIONS = ("v2", "v3", "v4", "v5", "v6")
+VERSIONS = ("v2", "v3", "v4", "v5", "v6", "v7")
 # Dynamics a version reads that earlier ones do not: absent from an earlier version's file and digest.
 SINCE = {"verify": "v3"}
 # Member fields a version reads that earlier ones do not (absent from an earlier version's file and digest).
-MEMBER_SINCE = {"self_knowledge": "v5", "habit": "v6"}
+MEMBER_SINCE = {"self_knowledge": "v5", "habit": "v6", "insight": "v7"}
 HOME = Path(__file__).resolve().parents[1] / "populations"  # the packaged population files
 MAX_FILE_BYTES = 1 << 20
 
@@ -54,8 +54,8 @@ class Member:
     the calibrated distributions; `self_knowledge` (model v5): the share of those whose table (right
     or wrong) follows the sample's own correctness, the rest following how easy the item is for the
     member (a Bernoulli of its competence), so two samples' confidences need not tell which is right;
-    `habit` (model v6): the share of its wrong samples outside the shared misconception that give its
-    own habitual wrong answer on the item (the same in every one of its samples) rather than a fresh slip;
+    `habit` (v6): the share of its wrong samples outside the shared misconception that give its own
+    habitual wrong answer on the item; `insight` (v7): the logit its competence gains from reading peers;
     `tokens_median`/`tokens_q95`: its full replies' completion tokens (a log-normal through both)."""
 
     skill: Mapping[str, float]
@@ -63,6 +63,7 @@ class Member:
     calibration: float = 0.8
     self_knowledge: float = 1.0  # v5
     habit: float = 0.0  # v6
+    insight: float = 0.0  # v7
     tokens_median: int = 200
     tokens_q95: int = 400
 
@@ -186,6 +187,7 @@ _MEMBER = {
     "calibration": (0, 1),
     "self_knowledge": (0, 1),
     "habit": (0, 1),
+    "insight": (0, 4),
     "tokens_median": (1, 100_000),
     "tokens_q95": (1, 100_000),
 }

@@ -155,11 +155,11 @@ def test_v5_without_self_knowledge_two_samples_tie_as_one() -> None:
 def test_v5_search_space_and_a_start_from_a_v4_file(targets: Any) -> None:
     """The fit searches each member's self_knowledge in [0, 1]; a start from a v4 population (which
     lacks it) puts it at the middle, a v5 one keeps its value, and the fitted file is of the newest
-    model (v6), which keeps it."""
+    model (v7), which keeps it."""
     dims = space(targets)
     assert (dims["self_knowledge.a"].low, dims["self_knowledge.a"].high) == (0.0, 1.0)
     assert values_of(team(), targets)["self_knowledge.b"] == 0.5
     values = values_of(team(self_knowledge=0.2), targets)
     assert values["self_knowledge.b"] == 0.2
     fitted = population_of(values, targets)
-    assert fitted.version == "v6" and fitted.member("b").self_knowledge == 0.2
+    assert fitted.version == "v7" and fitted.member("b").self_knowledge == 0.2

@@ -6,7 +6,8 @@ dataset *names*, e.g. math500), and its `calibration` (how well its stated confi
 the ties of small votes, so consistency at n = 2 pins it) and (model v5) its `self_knowledge` (how far
 a confidence follows the sample's own correctness rather than how easy the item feels: with
 calibration it sets how much n = 2 gains on one sample) and (model v6) its `habit` (how often its
-wrong samples repeat one answer of its own: how little its votes gain over one sample); per
+wrong samples repeat one answer of its own: how little its votes gain over one sample) and (model
+v7) its `insight` (what reading peers adds to its competence: how much debate gains beyond a vote); per
 benchmark: `item_spread` and `misconception`; the dynamics' `persuasion`, `mislead`, `stubbornness`, `reflect`, `context_cost`
 and (model v3) `verify`.
 Not fitted: prices and token figures (the targets give them), the other dynamics. A targets file's
@@ -42,6 +43,7 @@ DYNAMICS = {
 CALIBRATION_RANGE = (0.0, 1.0)  # verbal confidence: how far it tells right from wrong (ties in votes)
 SELF_KNOWLEDGE = (0.0, 1.0)  # read from population model v5 on: a confidence's own sample vs the item
 HABIT = (0.0, 1.0)  # read from population model v6 on: a member's wrong samples repeat one answer
+INSIGHT = (0.0, 3.0)  # read from population model v7 on: logit a reader gains from peers' work
 NEAR = 0.08  # a fit searches 8 % of each parameter's range either side of its start (a local search)
 DIGITS = 4  # values are rounded: the population file reads well, and what ran is what is written
 
@@ -64,6 +66,8 @@ def space(targets: Targets, around: Mapping[str, float] | None = None) -> dict[s
             out[f"self_knowledge.{m}"] = SELF_KNOWLEDGE
         if MEMBER_SINCE["habit"] <= VERSION:
             out[f"habit.{m}"] = HABIT
+        if MEMBER_SINCE["insight"] <= VERSION:
+            out[f"insight.{m}"] = INSIGHT
     for b in benches:
         out |= {f"{k}.{b}": bounds for k, bounds in BENCH.items()}
     out |= {f"dynamics.{k}": bounds for k, bounds in DYNAMICS.items()}
@@ -103,6 +107,7 @@ def population_of(values: Mapping[str, float], targets: Targets, description: st
             calibration=v[f"calibration.{m}"],
             self_knowledge=v.get(f"self_knowledge.{m}", Member.self_knowledge),
             habit=v.get(f"habit.{m}", Member.habit),
+            insight=v.get(f"insight.{m}", Member.insight),
             # Token figures the targets lack keep the model's defaults (`actors.populations.Member`).
             tokens_median=int(spec.get("tokens_median") or Member.tokens_median),
             tokens_q95=int(spec.get("tokens_q95") or max(Member.tokens_q95, spec.get("tokens_median") or 0)),
@@ -123,8 +128,8 @@ def population_of(values: Mapping[str, float], targets: Targets, description: st
 def values_of(population: Population, targets: Targets) -> dict[str, float]:
     """The parameters of `population` in `space(targets)`, clipped to the bounds (a member or
     benchmark the population lacks takes its `default`; a parameter its model version lacks, the
-    middle of its range, except `habit`, whose 0 replies as the older model), e.g. to start a search
-    from a population."""
+    middle of its range, except `habit` and `insight`, whose 0 replies as the older model), e.g. to
+    start a search from a population."""
     dyn = population.dynamics
     raw: dict[str, float] = {f"dynamics.{k}": float(getattr(dyn, k)) for k in DYNAMICS}
     for key, since in SINCE.items():  # a parameter an older population's model lacks: the middle
@@ -139,6 +144,7 @@ def values_of(population: Population, targets: Targets) -> dict[str, float]:
         knows = population.version >= MEMBER_SINCE["self_knowledge"]  # else its model lacks it: the middle
         raw[f"self_knowledge.{m}"] = member.self_knowledge if knows else sum(SELF_KNOWLEDGE) / 2
         raw[f"habit.{m}"] = member.habit  # 0 in an older model's file: the start replies as that file
+        raw[f"insight.{m}"] = member.insight  # likewise
     for b in benchmarks(targets):
         raw |= {f"{k}.{b}": float(getattr(population.bench(b), k)) for k in BENCH}
     return {k: min(max(raw[k], d.low), d.high) for k, d in space(targets).items()}

@@ -5,8 +5,9 @@ from their middles.
 
 A parameter is scored on the rows it can move, which keeps each step cheap: a member's skill on a
 benchmark and its spread there on that benchmark's rows that seat the member; its calibration,
-(model v5) self-knowledge and (model v6) habit on every row that seats it; a benchmark's item spread
-and misconception on that benchmark's rows; the debate dynamics on the rows that debate (`fixed`).
+(model v5) self-knowledge and (model v6) habit on every row that seats it, and (model v7) its insight
+on those of them that debate; a benchmark's item spread and misconception on that benchmark's rows;
+the debate dynamics on the rows that debate (`fixed`).
 Common random numbers (the same seeds and items every time) make each score a deterministic function
 of the values, so a grid comparison is meaningful — and a row's result a function of the values of
 the parameters that move it (`_moves`), so each row is run once per distinct set of those values: a
@@ -39,6 +40,8 @@ def _rows_of(name: str, rows: Sequence[Row], bench_of: Mapping[str, str]) -> lis
         return [r for r in rows if member in r.agents and bench_of[r.dataset] == bench]
     if kind in ("calibration", "self_knowledge", "habit"):
         return [r for r in rows if rest in r.agents]
+    if kind == "insight":
+        return [r for r in rows if rest in r.agents and r.method.get("name") == "fixed"]
     if kind == "dynamics":
         return [r for r in rows if r.method.get("name") == "fixed"]
     return [r for r in rows if bench_of[r.dataset] == rest]  # item_spread / misconception
@@ -56,6 +59,8 @@ def _moves(name: str, row: Row, bench_of: Mapping[str, str], order: Sequence[str
         return member in row.agents and bench_of[row.dataset] == bench
     if kind in ("calibration", "self_knowledge", "habit"):
         return rest in row.agents
+    if kind == "insight":
+        return rest in row.agents and row_method(row, {}).router is not None
     if kind == "dynamics":
         return row_method(row, {}).router is not None
     return bench_of[row.dataset] == rest  # item_spread / misconception
