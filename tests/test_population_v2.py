@@ -81,6 +81,22 @@ def hit_rate(replies: list[dict[str, Any]]) -> float:
     return float(np.mean([r["answer"] == "12" for r in replies]))
 
 
+def assert_gated(raw: dict[str, Any], field: str, since: str, bad: float, bounds: str) -> None:
+    """A file of the model before `since` (`raw`) may not set member field `field`, and a `since`
+    file must give it within `bounds` (as the error prints them, e.g. "0, 1")."""
+    members = {**raw["members"], "mid": {**raw["members"]["mid"], field: 0.5}}
+    with pytest.raises(
+        ValueError,
+        match=rf"^population.members.mid.{field}: read from population model {since} on; "
+        rf"remove it, or set version: {since}$",
+    ):
+        parse("test", {**raw, "members": members})
+    with pytest.raises(ValueError, match=rf"members.mid.{field}: must be a number in \[{bounds}\]"):
+        parse(
+            "test", {**raw, "version": since, "members": {**members, "mid": {**members["mid"], field: bad}}}
+        )
+
+
 def test_skill_sets_the_hit_rate_and_benchmarks_have_their_own() -> None:
     pop = population()
     strong, weak, mid = (PopulationBackend(m, pop, m) for m in ("strong", "weak", "mid"))
@@ -270,21 +286,7 @@ def test_v5_with_full_self_knowledge_replays_v4_and_older_files_may_not_set_it()
         )
     assert "self_knowledge" not in v4.content()["members"]["mid"]
     assert v5.content()["members"]["mid"]["self_knowledge"] == 1.0
-    members = {**raw["members"], "mid": {**raw["members"]["mid"], "self_knowledge": 0.5}}
-    with pytest.raises(
-        ValueError,
-        match=r"^population.members.mid.self_knowledge: read from population model v5 on; remove it, or set version: v5$",
-    ):
-        parse("test", {**raw, "members": members})
-    with pytest.raises(ValueError, match=r"members.mid.self_knowledge: must be a number in \[0, 1\]"):
-        parse(
-            "test",
-            {
-                **raw,
-                "version": "v5",
-                "members": {**members, "mid": {**members["mid"], "self_knowledge": 1.5}},
-            },
-        )
+    assert_gated(raw, "self_knowledge", "v5", 1.5, "0, 1")
 
 
 def test_a_v4_file_replies_as_before_v5() -> None:

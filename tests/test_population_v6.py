@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from test_calibrate_expected import TARGETS, team
-from test_population_v2 import ask, initial, population, update
+from test_population_v2 import ask, assert_gated, initial, population, update
 
 from actors.population import PopulationBackend
 from actors.populations import parse
@@ -81,17 +81,7 @@ def test_v6_without_habit_replies_as_v5_and_older_files_may_not_set_it() -> None
         assert ask(PopulationBackend(m, v5, m), hints) == ask(PopulationBackend(m, v6, m), hints)
     assert "habit" not in v5.content()["members"]["mid"]
     assert v6.content()["members"]["mid"]["habit"] == 0.0
-    members = {**raw["members"], "mid": {**raw["members"]["mid"], "habit": 0.5}}
-    with pytest.raises(
-        ValueError,
-        match=r"^population.members.mid.habit: read from population model v6 on; remove it, or set version: v6$",
-    ):
-        parse("test", {**raw, "members": members})
-    with pytest.raises(ValueError, match=r"members.mid.habit: must be a number in \[0, 1\]"):
-        parse(
-            "test",
-            {**raw, "version": "v6", "members": {**members, "mid": {**members["mid"], "habit": 1.5}}},
-        )
+    assert_gated(raw, "habit", "v6", 1.5, "0, 1")
 
 
 def test_the_fit_searches_habit_from_zero_on_an_older_file(tmp_path: Any) -> None:

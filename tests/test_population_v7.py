@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from test_calibrate_expected import TARGETS, team
-from test_population_v2 import N, ask, hit_rate, initial, population, update
+from test_population_v2 import N, ask, assert_gated, hit_rate, initial, population, update
 
 from actors.population import PopulationBackend
 from actors.populations import parse
@@ -44,17 +43,7 @@ def test_v7_without_insight_replies_as_v6_and_older_files_may_not_set_it() -> No
         assert ask(PopulationBackend(m, v6, m), hints) == ask(PopulationBackend(m, v7, m), hints)
     assert "insight" not in v6.content()["members"]["mid"]
     assert v7.content()["members"]["mid"]["insight"] == 0.0
-    members = {**raw["members"], "mid": {**raw["members"]["mid"], "insight": 0.5}}
-    with pytest.raises(
-        ValueError,
-        match=r"^population.members.mid.insight: read from population model v7 on; remove it, or set version: v7$",
-    ):
-        parse("test", {**raw, "members": members})
-    with pytest.raises(ValueError, match=r"members.mid.insight: must be a number in \[0, 4\]"):
-        parse(
-            "test",
-            {**raw, "version": "v7", "members": {**members, "mid": {**members["mid"], "insight": 5.0}}},
-        )
+    assert_gated(raw, "insight", "v7", 5.0, "0, 4")
 
 
 def test_the_fit_searches_insight_from_zero_on_the_rows_that_debate(tmp_path: Any) -> None:
