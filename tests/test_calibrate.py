@@ -446,17 +446,20 @@ def test_the_coordinate_search_goes_on_while_a_parameter_stops_at_its_grids_edge
 ) -> None:
     """From the bottom of its range, a skill whose row asks for 95 % stops at the top of the first
     pass's grid (half the range up); the pass runs again from there and carries it further, which a
-    search without the repeats does not."""
+    search without the repeats does not (the joint moves, which carry it too, left out of both)."""
     from sweep.calibrate import warm
     from sweep.calibrate.evaluate import Evaluator
 
     t = load_targets(targets_file)
-    t = dataclasses.replace(
-        t, rows=tuple(dataclasses.replace(r, acc=95.0) if r.label == "A" else r for r in t.rows)
-    )
-    start = {k: (d.low + d.high) / 2 for k, d in space(t).items()}
-    start["skill.a.arith"] = space(t)["skill.a.arith"].low
+    rows = tuple(dataclasses.replace(r, acc=95.0) if r.label == "A" else r for r in t.rows)
+    t = dataclasses.replace(t, rows=tuple(r for r in rows if r.label != "Full-Debate"))
+    dims = space(t)
+    start = {k: (d.low + d.high) / 2 for k, d in dims.items()}
+    # Every item alike (no spread): 95 % is a skill near logit(0.95), 2.9, far from the bottom.
+    for key in ("skill.a.arith", "spread.a.arith", "item_spread.arith"):
+        start[key] = dims[key].low
     lines: list[str] = []
+    monkeypatch.setattr(warm, "_pairs", lambda dims: [])
 
     def search() -> float:
         evaluator = Evaluator(t, (0,), 30, expected=True)
@@ -467,3 +470,42 @@ def test_the_coordinate_search_goes_on_while_a_parameter_stops_at_its_grids_edge
     assert any("stopped at their grid's edge" in line for line in lines)
     monkeypatch.setattr(warm, "EDGE_REPEATS", 0)
     assert far >= search() + 0.5
+
+
+def test_the_coordinate_search_moves_a_members_skill_and_spread_together(
+    targets_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An objective whose valley runs diagonally in a member's (skill, spread), each as a share of its
+    range, from the middle of both: any one-at-a-time move climbs out of it, so without the joint
+    moves the search stays at its start; with them it goes down the valley toward its low end."""
+    from sweep.calibrate import warm
+
+    t = load_targets(targets_file)
+    dims = space(t)
+    start = {k: (d.low + d.high) / 2 for k, d in dims.items()}
+
+    def share(x: float, key: str) -> float:
+        return (x - dims[key].low) / (dims[key].high - dims[key].low)
+
+    class Valley:
+        """Every row scores the valley at member a's (skill, spread) on arith."""
+
+        def run(self, rows: list, pop: Population) -> dict[str, RowResult]:
+            u = share(pop.members["a"].skill_on("arith"), "skill.a.arith")
+            v = share(pop.members["a"].spread_on("arith"), "spread.a.arith")
+            depth = 100 * abs(u - v) + abs(v - 0.8)
+            return {r.key: RowResult(r.key, depth, None, math.nan, math.nan, None, 1) for r in rows}
+
+    def search() -> dict[str, float]:
+        score = lambda rows, results: sum(results[r.key].acc for r in rows) / len(rows)  # noqa: E731
+        return warm.warm_start(t, Valley(), lambda pop: pop, dict(start), score, lambda line: None)  # type: ignore[arg-type]
+
+    found = search()
+    u, v = share(found["skill.a.arith"], "skill.a.arith"), share(found["spread.a.arith"], "spread.a.arith")
+    assert u == pytest.approx(v) and v > 0.7
+    monkeypatch.setattr(warm, "_pairs", lambda dims: [])
+    alone = search()
+    assert (alone["skill.a.arith"], alone["spread.a.arith"]) == (
+        start["skill.a.arith"],
+        start["spread.a.arith"],
+    )

@@ -3,6 +3,11 @@ over a small grid and kept where the fit rows it touches score best, so the Optu
 `sweep.calibrate.fit`) refines a population that is already close instead of searching 25 dimensions
 from their middles.
 
+Each pass then moves every member's skill and spread on a benchmark together, over a 3 x 3 grid at
+the pass's step: one sample's accuracy and a vote's gain over it ask for them together (a higher
+spread leaves a vote less to gain, and lowers one sample's accuracy unless the skill rises with
+it), a valley along which one-at-a-time moves stall.
+
 A parameter is scored on the rows it can move, which keeps each step cheap: a member's skill on a
 benchmark and its spread there on that benchmark's rows that seat the member; its calibration,
 (model v5) self-knowledge and (model v6) habit on every row that seats it, and (model v7) its insight
@@ -16,6 +21,7 @@ was already run."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 
 from actors.populations import Population
@@ -66,6 +72,12 @@ def _moves(name: str, row: Row, bench_of: Mapping[str, str], order: Sequence[str
     return bench_of[row.dataset] == rest  # item_spread / misconception
 
 
+def _pairs(dims: Mapping[str, object]) -> list[tuple[str, str]]:
+    """The parameters moved together: each member's (skill, spread) on each benchmark."""
+    skills = [k.partition(".")[2] for k in dims if k.startswith("skill.")]
+    return [(f"skill.{s}", f"spread.{s}") for s in skills if f"spread.{s}" in dims]
+
+
 def warm_start(
     targets: Targets,
     evaluator: Evaluator,
@@ -92,25 +104,41 @@ def warm_start(
             seen.update({keys[r.key]: got[r.key] for r in missing})
         return score(subset, {r.key: seen[keys[r.key]] for r in subset})
 
+    def move(names: Sequence[str], step: float, reach: int) -> int:
+        """Moves `names` together to the best point of their grid; returns how many of them stopped
+        at their grid's last point inside their range (a best value may lie further out)."""
+        keys = {r.key for n in names for r in _rows_of(n, rows, bench_of)}
+        subset = [r for r in rows if r.key in keys]
+        if not subset:
+            return 0
+        grids = []
+        for name in names:
+            d, h = dims[name], step * (dims[name].high - dims[name].low)
+            grids.append(
+                sorted({min(d.high, max(d.low, current[name] + i * h)) for i in range(-reach, reach + 1)})
+            )
+        scored = []
+        for point in itertools.product(*grids):
+            trial = {**current, **dict(zip(names, point, strict=True))}
+            shares = (
+                abs(x - current[n]) / (dims[n].high - dims[n].low) for n, x in zip(names, point, strict=True)
+            )
+            scored.append((evaluate(trial, subset), sum(shares), point))
+        best = min(scored)[2]  # ties keep the point nearest the current one
+        edged = 0
+        for name, x, grid in zip(names, best, grids, strict=True):
+            d = dims[name]
+            edged += x != current[name] and x in (grid[0], grid[-1]) and d.low < x < d.high
+            current[name] = x
+        return edged
+
     order = [k for k in dims if not k.startswith("dynamics.")] + [
         k for k in dims if k.startswith("dynamics.")
     ]
     for step, reach in PASSES:
         for _ in range(EDGE_REPEATS + 1):
-            edged = 0  # parameters that stopped at their grid's last point inside the range
-            for name in order:
-                subset = _rows_of(name, rows, bench_of)
-                if not subset:
-                    continue
-                d = dims[name]
-                h = step * (d.high - d.low)
-                grid = sorted(
-                    {min(d.high, max(d.low, current[name] + i * h)) for i in range(-reach, reach + 1)}
-                )
-                scored = [(evaluate({**current, name: x}, subset), abs(x - current[name]), x) for x in grid]
-                best = min(scored)[2]  # ties keep the value nearest the current one
-                edged += best != current[name] and best in (grid[0], grid[-1]) and d.low < best < d.high
-                current[name] = best
+            edged = sum(move([name], step, reach) for name in order)
+            edged += sum(move(pair, step, 1) for pair in _pairs(dims))
             note = f"; {edged} parameters stopped at their grid's edge" if edged else ""
             say(
                 f"start: pass at step {step:.3f} of each range, objective {evaluate(current, rows):.4g}{note}"
