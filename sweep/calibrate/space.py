@@ -43,9 +43,14 @@ DYNAMICS = {
     "verify": (0.0, 1.0),  # read from population model v3 on
 }
 CALIBRATION_RANGE = (0.0, 1.0)  # verbal confidence: how far it tells right from wrong (ties in votes)
-SELF_KNOWLEDGE = (0.0, 1.0)  # read from population model v5 on: a confidence's own sample vs the item
-HABIT = (0.0, 1.0)  # read from population model v6 on: a member's wrong samples repeat one answer
-INSIGHT = (0.0, 3.0)  # read from population model v7 on: logit a reader gains from peers' work
+# A member's fields that later population models added (`MEMBER_SINCE` says which version reads
+# each): its range, and where a search starts it on a file whose model lacks it. Habit and insight
+# start at 0, which replies as the older model; self-knowledge, which has no such value, in its middle.
+VERSIONED = {
+    "self_knowledge": ((0.0, 1.0), 0.5),  # v5: a confidence follows its own sample, not the item
+    "habit": ((0.0, 1.0), 0.0),  # v6: a member's wrong samples repeat one answer of its own
+    "insight": ((0.0, 3.0), 0.0),  # v7: the logit a reader gains from peers' work
+}
 NEAR = 0.08  # a fit searches 8 % of each parameter's range either side of its start (a local search)
 DIGITS = 4  # values are rounded: the population file reads well, and what ran is what is written
 
@@ -64,12 +69,7 @@ def space(targets: Targets, around: Mapping[str, float] | None = None) -> dict[s
         out |= {f"skill.{m}.{b}": SKILL for b in benches}
         out |= {f"spread.{m}.{b}": SPREAD for b in benches}
         out[f"calibration.{m}"] = CALIBRATION_RANGE
-        if MEMBER_SINCE["self_knowledge"] <= VERSION:
-            out[f"self_knowledge.{m}"] = SELF_KNOWLEDGE
-        if MEMBER_SINCE["habit"] <= VERSION:
-            out[f"habit.{m}"] = HABIT
-        if MEMBER_SINCE["insight"] <= VERSION:
-            out[f"insight.{m}"] = INSIGHT
+        out |= {f"{f}.{m}": bounds for f, (bounds, _) in VERSIONED.items() if MEMBER_SINCE[f] <= VERSION}
     for b in benches:
         out |= {f"{k}.{b}": bounds for k, bounds in BENCH.items()}
     out |= {f"dynamics.{k}": bounds for k, bounds in DYNAMICS.items()}
@@ -107,9 +107,7 @@ def population_of(values: Mapping[str, float], targets: Targets, description: st
             skill={"default": _mean(list(skill.values())), **skill},
             spread={"default": _mean(list(spread.values())), **spread},
             calibration=v[f"calibration.{m}"],
-            self_knowledge=v.get(f"self_knowledge.{m}", Member.self_knowledge),
-            habit=v.get(f"habit.{m}", Member.habit),
-            insight=v.get(f"insight.{m}", Member.insight),
+            **{f: v.get(f"{f}.{m}", getattr(Member, f)) for f in VERSIONED},
             # Token figures the targets lack keep the model's defaults (`actors.populations.Member`).
             tokens_median=int(spec.get("tokens_median") or Member.tokens_median),
             tokens_q95=int(spec.get("tokens_q95") or max(Member.tokens_q95, spec.get("tokens_median") or 0)),
@@ -130,8 +128,8 @@ def population_of(values: Mapping[str, float], targets: Targets, description: st
 def values_of(population: Population, targets: Targets) -> dict[str, float]:
     """The parameters of `population` in `space(targets)`, clipped to the bounds (a member or
     benchmark the population lacks takes its `default`; a parameter its model version lacks, the
-    middle of its range, except `habit` and `insight`, whose 0 replies as the older model), e.g. to
-    start a search from a population."""
+    middle of its range, except those `VERSIONED` gives a start), e.g. to start a search from a
+    population."""
     dyn = population.dynamics
     raw: dict[str, float] = {f"dynamics.{k}": float(getattr(dyn, k)) for k in DYNAMICS}
     for key, since in SINCE.items():  # a parameter an older population's model lacks: the middle
@@ -143,10 +141,8 @@ def values_of(population: Population, targets: Targets) -> dict[str, float]:
         raw |= {f"skill.{m}.{b}": member.skill_on(b) for b in benchmarks(targets)}
         raw |= {f"spread.{m}.{b}": member.spread_on(b) for b in benchmarks(targets)}
         raw[f"calibration.{m}"] = member.calibration
-        knows = population.version >= MEMBER_SINCE["self_knowledge"]  # else its model lacks it: the middle
-        raw[f"self_knowledge.{m}"] = member.self_knowledge if knows else sum(SELF_KNOWLEDGE) / 2
-        raw[f"habit.{m}"] = member.habit  # 0 in an older model's file: the start replies as that file
-        raw[f"insight.{m}"] = member.insight  # likewise
+        for f, (_, start) in VERSIONED.items():
+            raw[f"{f}.{m}"] = getattr(member, f) if population.version >= MEMBER_SINCE[f] else start
     for b in benchmarks(targets):
         raw |= {f"{k}.{b}": float(getattr(population.bench(b), k)) for k in BENCH}
     return {k: min(max(raw[k], d.low), d.high) for k, d in space(targets).items()}
