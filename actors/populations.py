@@ -47,12 +47,12 @@ class PopulationError(ValueError):
 @dataclass(frozen=True)
 class Member:
     """One model of the team. `skill[b]`: the logit of a sample's hit rate on an item of average
-    difficulty of benchmark b (`default` for the others); `spread`: the sd of the member's own
-    per-item competence logit (how differently it fares on items of equal difficulty: the larger,
-    the sooner its consistency curve flattens; model v4 reads a mapping per benchmark, as `skill`,
-    since one model's curve can climb on one benchmark and stay flat on another); `calibration`: the share of confidences drawn from
-    the calibrated distributions; `self_knowledge` (model v5): the share of those whose table (right
-    or wrong) follows the sample's own correctness, the rest following how easy the item is for the
+    difficulty of benchmark b (`default` for the others); `spread`: the sd of the member's own per-item
+    competence logit (how differently it fares on items of equal difficulty: the larger, the sooner its
+    consistency curve flattens; model v4 reads a mapping per benchmark, as `skill`, since one model's
+    curve can climb on one benchmark and stay flat on another); `calibration`: the share of confidences
+    drawn from the calibrated distributions; `self_knowledge` (model v5): the share of those whose table
+    (right or wrong) follows the sample's own correctness, the rest following how easy the item is for the
     member (a Bernoulli of its competence), so two samples' confidences need not tell which is right;
     `habit` (v6): the share of its wrong samples outside the shared misconception that give its own
     habitual wrong answer on the item; `insight` (v7): the logit its competence gains from reading peers;

@@ -14,8 +14,8 @@ member's competence p on the item; wrong, the item's shared misconception with p
 v6: its habitual one on the item at rate `habit`); a confidence from the calibrated tables at rate
 `calibration`, else uniform (model v5: the table follows the sample's correctness at rate
 `self_knowledge`, else a Bernoulli of p). The vote is `debate.vote.majority_vote`'s rule: most
-votes, then the highest summed confidence, then the smallest answer. `tests/test_calibrate_expected.py` holds these estimates to the mean of real
-episodes over many seeds, so the two cannot drift apart."""
+votes, then the highest summed confidence, then the smallest answer. `tests/test_calibrate_expected.py`
+holds these estimates to the mean of real episodes over many seeds, so the two cannot drift apart."""
 
 from __future__ import annotations
 

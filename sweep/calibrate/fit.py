@@ -81,8 +81,8 @@ def objective(rows: Sequence[Row], results: Mapping[str, RowResult]) -> float:
 
 def fingerprint(targets: Targets, settings: FitSettings) -> str:
     """What makes two fits' objective values comparable: the targets' content, the fit's seeds and
-    items, the space and the population model's version (a study's start is kept in the study). A study in OUT made under another
-    fingerprint is refused."""
+    items, the space and the population model's version (a study's start is kept in the study). A
+    study in OUT made under another fingerprint is refused."""
     dims = {k: [d.low, d.high] for k, d in space(targets).items()}
     setup = {"seeds": list(settings.fit_seeds), "limit": settings.fit_limit, "space": dims, "model": VERSION}
     if settings.expected:  # absent from the fingerprints of fits made before it existed

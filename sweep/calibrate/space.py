@@ -2,14 +2,14 @@
 chooses, their bounds, and the population a set of values makes.
 
 Fitted, per member: its skill logit and (model v4) its `spread` on each benchmark (the targets'
-dataset *names*, e.g. math500), and its `calibration` (how well its stated confidence tells right from wrong: it breaks
-the ties of small votes, so consistency at n = 2 pins it) and (model v5) its `self_knowledge` (how far
-a confidence follows the sample's own correctness rather than how easy the item feels: with
-calibration it sets how much n = 2 gains on one sample) and (model v6) its `habit` (how often its
-wrong samples repeat one answer of its own: how little its votes gain over one sample) and (model
-v7) its `insight` (what reading peers adds to its competence: how much debate gains beyond a vote); per
-benchmark: `item_spread` and `misconception`; the dynamics' `persuasion`, `mislead`, `stubbornness`, `reflect`, `context_cost`
-and (model v3) `verify`.
+dataset *names*, e.g. math500), and its `calibration` (how well its stated confidence tells right
+from wrong: it breaks the ties of small votes, so consistency at n = 2 pins it) and (model v5) its
+`self_knowledge` (how far a confidence follows the sample's own correctness rather than how easy the
+item feels: with calibration it sets how much n = 2 gains on one sample) and (model v6) its `habit`
+(how often its wrong samples repeat one answer of its own: how little its votes gain over one
+sample) and (model v7) its `insight` (what reading peers adds to its competence: how much debate
+gains beyond a vote); per benchmark: `item_spread` and `misconception`; the dynamics' `persuasion`,
+`mislead`, `stubbornness`, `reflect`, `context_cost` and (model v3) `verify`.
 Not fitted: prices and token figures (the targets give them), the other dynamics. A targets file's
 `order` (members, best first) sorts those members' skills on each benchmark: the search moves freely,
 and the population it makes keeps the order.
