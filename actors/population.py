@@ -1,4 +1,4 @@
-"""Population models v2-v7: simulated debaters whose samples share a latent competence per item and who
+"""Population models v2-v8: simulated debaters whose samples share a latent competence per item and who
 read each other's arguments. Every mechanism and parameter is stated in `docs/population.md`; the
 parameters come from a population file (`actors.populations`). In short, for member m on item i of
 benchmark b:
@@ -9,7 +9,9 @@ benchmark b:
 - a sample is right with probability p; a wrong one gives the item's shared misconception with
   probability misconception[b] (several members fall into it together), else a slip of its own:
   in v6 its habitual wrong answer on the item at rate habit[m] (one answer all its samples share),
-  else a fresh slip;
+  else a fresh slip; in v8 a first answer repeats the member's modal answer on the item at rate
+  echo[m] (one sample drawn once per member and item, from hashed uniforms), so its samples agree
+  beyond what its competence makes them (a vote of them gains less on one sample);
 - an update reads the peers' arguments: a correct one convinces with probability growing with the
   reader's competence (it can check it), a confident wrong one misleads in proportion to the
   reader's incompetence; an argument cut off by an output cap persuades less (`cut_persuasion`); an
@@ -51,7 +53,7 @@ from actors.sim_items import CONF_RIGHT, CONF_UNIFORM, CONF_WRONG, LETTERS, item
 from actors.sim_seed import seeded
 from actors.sim_text import review, same
 
-VERSION = "v7"  # the newest model this module runs (it runs every version in `actors.populations.VERSIONS`)
+VERSION = "v8"  # the newest model this module runs (it runs every version in `actors.populations.VERSIONS`)
 _DISTRACTORS = 4
 _JSON_CHARS = 60  # the JSON around the reasoning: {"reasoning": "", "answer": ..., "confidence": 3}
 
@@ -60,6 +62,12 @@ _JSON_CHARS = 60  # the JSON around the reasoning: {"reasoning": "", "answer": .
 def _normal(*key: object) -> float:
     """A standard normal fixed by `key` (the same in every process)."""
     return float(np.random.default_rng(stable_hash(*key)).standard_normal())
+
+
+@lru_cache(maxsize=1 << 17)
+def _uniform(*key: object) -> float:
+    """A uniform on [0, 1) fixed by `key` (the same in every process)."""
+    return float(np.random.default_rng(stable_hash(*key)).random())
 
 
 def _sigmoid(x: float) -> float:
@@ -183,6 +191,8 @@ class PopulationBackend:
         logit = self._logit(h.item, h.gold, dataset)
         fresh = self._sample(u[0], u[1], _sigmoid(logit), h, wrong, dataset)
         if h.phase not in ("update", "revise", "critique"):
+            if u[2] < self.member.echo:  # v8 (0 before): u[2] serves updates only, so no stream moves
+                fresh = self.modal(h, wrong, dataset)
             return self._answer(rng, h.gold, fresh, "initial", (), _sigmoid(logit)), "initial"
         own = h.own[0] if h.own and h.own[0] is not None else fresh
         if h.phase == "critique":
@@ -197,6 +207,13 @@ class PopulationBackend:
             answer = self._sample(u[4], u[5], p_eff, h, wrong, dataset)
             tag = "kept" if same(answer, own) else "fixed"
         return self._answer(rng, h.gold, answer, tag, peers, p_eff), tag
+
+    def modal(self, h: Hints, wrong: Sequence[str], dataset: str) -> str:
+        """v8: the member's modal answer on the item, one sample drawn from uniforms hashed from
+        (member, item): the answer an echoing first answer repeats."""
+        u_right = _uniform("mode", self.member_name, h.item)
+        u_slip = _uniform("mode-slip", self.member_name, h.item)
+        return self._sample(u_right, u_slip, self.competence(h.item, str(h.gold), dataset), h, wrong, dataset)
 
     def _sample(
         self, u_right: float, u_slip: float, p: float, h: Hints, wrong: Sequence[str], dataset: str

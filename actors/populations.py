@@ -6,15 +6,13 @@ MLflow params of every episode run on it, so two files that differ in any number
     version: v2                 # the population model that reads the file
     description: one line
     members:                    # one entry per model of the team (the `member` engine argument)
-      grok: {skill: {default: 0.1, math500: -0.2}, spread: 1.2, calibration: 0.8,
-             tokens_median: 160, tokens_q95: 233}
+      grok: {skill: {default: 0.1, math500: -0.2}, spread: 1.2, calibration: 0.8, tokens_median: 160}
     benchmarks:                 # `default` is required; others are dataset names
       default: {item_spread: 1.0, misconception: 0.4}
     dynamics: {persuasion: 0.6, mislead: 0.3, ...}   # optional; omitted keys take the defaults below
 
 `v1` is not a file: it is the original model (`actors.simulated`), configured by the engine's own
-arguments, and its episode ids are those the engine arguments already give.
-"""
+arguments, and its episode ids are those the engine arguments already give."""
 
 from __future__ import annotations
 
@@ -31,11 +29,11 @@ from typing import Any
 import yaml
 
 # Population models a file may name; `v1` is the engine's arguments, not a file.
-VERSIONS = ("v2", "v3", "v4", "v5", "v6", "v7")
+VERSIONS = ("v2", "v3", "v4", "v5", "v6", "v7", "v8")
 # Dynamics a version reads that earlier ones do not: absent from an earlier version's file and digest.
 SINCE = {"verify": "v3"}
 # Member fields a version reads that earlier ones do not (absent from an earlier version's file and digest).
-MEMBER_SINCE = {"self_knowledge": "v5", "habit": "v6", "insight": "v7"}
+MEMBER_SINCE = {"self_knowledge": "v5", "habit": "v6", "insight": "v7", "echo": "v8"}
 HOME = Path(__file__).resolve().parents[1] / "populations"  # the packaged population files
 MAX_FILE_BYTES = 1 << 20
 
@@ -46,17 +44,17 @@ class PopulationError(ValueError):
 
 @dataclass(frozen=True)
 class Member:
-    """One model of the team. `skill[b]`: the logit of a sample's hit rate on an item of average
-    difficulty of benchmark b (`default` for the others); `spread`: the sd of the member's own per-item
-    competence logit (how differently it fares on items of equal difficulty: the larger, the sooner its
-    consistency curve flattens; model v4 reads a mapping per benchmark, as `skill`, since one model's
-    curve can climb on one benchmark and stay flat on another); `calibration`: the share of confidences
-    drawn from the calibrated distributions; `self_knowledge` (model v5): the share of those whose table
-    (right or wrong) follows the sample's own correctness, the rest following how easy the item is for the
-    member (a Bernoulli of its competence), so two samples' confidences need not tell which is right;
-    `habit` (v6): the share of its wrong samples outside the shared misconception that give its own
-    habitual wrong answer on the item; `insight` (v7): the logit its competence gains from reading peers;
-    `tokens_median`/`tokens_q95`: its full replies' completion tokens (a log-normal through both)."""
+    """One model of the team. `skill[b]`: the logit of a sample's hit rate on an item of average difficulty of
+    benchmark b (`default` for the others); `spread`: the sd of the member's own per-item competence logit
+    (how differently it fares on items of equal difficulty: the larger, the sooner its consistency curve
+    flattens; a mapping per benchmark from v4 on); `calibration`: the share of confidences drawn from the
+    calibrated distributions; `self_knowledge` (model v5): the share of those whose table (right or wrong)
+    follows the sample's own correctness, the rest following how easy the item is for the member (a Bernoulli
+    of its competence), so two samples' confidences need not tell which is right; `habit` (v6): the share of
+    its wrong samples outside the shared misconception that give its own habitual wrong answer on the item;
+    `insight` (v7): the logit its competence gains from reading peers; `echo` (v8): the share of its first
+    answers that repeat its one modal answer on the item; `tokens_median`/`tokens_q95`: its full replies'
+    completion tokens (a log-normal through both)."""
 
     skill: Mapping[str, float]
     spread: float | Mapping[str, float] = 1.0
@@ -64,6 +62,7 @@ class Member:
     self_knowledge: float = 1.0  # v5
     habit: float = 0.0  # v6
     insight: float = 0.0  # v7
+    echo: float = 0.0  # v8
     tokens_median: int = 200
     tokens_q95: int = 400
 
@@ -188,6 +187,7 @@ _MEMBER = {
     "self_knowledge": (0, 1),
     "habit": (0, 1),
     "insight": (0, 4),
+    "echo": (0, 1),
     "tokens_median": (1, 100_000),
     "tokens_q95": (1, 100_000),
 }

@@ -22,13 +22,18 @@ SEEDS = 40  # episodes per item for the reference mean: its se on 30 items is ab
 
 
 def team(
-    calibration: float = 0.8, self_knowledge: float | None = None, habit: float | None = None, **spread: float
+    calibration: float = 0.8,
+    self_knowledge: float | None = None,
+    habit: float | None = None,
+    echo: float | None = None,
+    **spread: float,
 ) -> Population:
     """The test team on model v4, on v5 with both members' `self_knowledge` when it is given, on v6
-    with both members' `habit` when that is given."""
+    with both members' `habit` when that is given, on v8 with both members' `echo` when that is."""
     version = "v4" if self_knowledge is None else "v5"
+    version = version if habit is None else "v6"
     raw: dict[str, Any] = {
-        "version": version if habit is None else "v6",
+        "version": version if echo is None else "v8",
         "members": {
             "a": {
                 "skill": {"default": 0.4},
@@ -44,6 +49,8 @@ def team(
             m["self_knowledge"] = self_knowledge
         if habit is not None:
             m["habit"] = habit
+        if echo is not None:
+            m["echo"] = echo
     return parse("test", raw)
 
 
@@ -81,12 +88,18 @@ def targets(tmp_path: Path) -> Any:
 
 @pytest.mark.parametrize(
     "pop",
-    [team(), team(calibration=1.0, self_knowledge=0.3), team(calibration=1.0, self_knowledge=0.3, habit=1.0)],
-    ids=["v4", "v5", "v6"],
+    [
+        team(),
+        team(calibration=1.0, self_knowledge=0.3),
+        team(calibration=1.0, self_knowledge=0.3, habit=1.0),
+        team(calibration=1.0, self_knowledge=0.3, habit=0.5, echo=0.6),
+    ],
+    ids=["v4", "v5", "v6", "v8"],
 )
 def test_expected_accuracy_matches_the_episodes_mean(targets: Any, pop: Population) -> None:
     """Each non-debate row's expectation lies within 4 standard errors of the mean of its episodes
-    over 40 seeds: the estimate follows the model's samples, slips (v6: a member's habitual one),
+    over 40 seeds: the estimate follows the model's samples (v8: a member's modal answer), slips (v6: a
+    member's habitual one),
     confidences (v5: confidences that follow the item rather than the sample) and vote rule."""
     episodes = Evaluator(targets, targets.seeds).run(list(targets.fit_rows()), population_backends(pop))
     expected = Evaluator(targets, [0], expected=True).run(list(targets.fit_rows()), population_backends(pop))
@@ -162,4 +175,4 @@ def test_v5_search_space_and_a_start_from_a_v4_file(targets: Any) -> None:
     values = values_of(team(self_knowledge=0.2), targets)
     assert values["self_knowledge.b"] == 0.2
     fitted = population_of(values, targets)
-    assert fitted.version == "v7" and fitted.member("b").self_knowledge == 0.2
+    assert fitted.version == "v8" and fitted.member("b").self_knowledge == 0.2

@@ -11,7 +11,8 @@ fit's residuals are the model's, not the sample's. Debate rows still run as epis
 Each draw follows the population model's round-0 reply (`actors.population`): right with the
 member's competence p on the item; wrong, the item's shared misconception with probability
 `misconception`, else one of the member's own slips (uniform over the item's other distractors; model
-v6: its habitual one on the item at rate `habit`); a confidence from the calibrated tables at rate
+v6: its habitual one on the item at rate `habit`); model v8: at rate `echo` the member's modal answer
+on the item instead (the engine's own `modal`, one answer per member and item); a confidence from the calibrated tables at rate
 `calibration`, else uniform (model v5: the table follows the sample's correctness at rate
 `self_knowledge`, else a Bernoulli of p). The vote is `debate.vote.majority_vote`'s rule: most
 votes, then the highest summed confidence, then the smallest answer. `tests/test_calibrate_expected.py`
@@ -38,19 +39,19 @@ _SEED = 0x5EED  # one fixed stream: the same draws for every population, so esti
 _PROFILES: dict[tuple[str, str, str, int], tuple[tuple[str, ...], tuple[bool, ...]]] = {}
 
 
+def _hints(sample: Sample) -> Hints:
+    return Hints.read(
+        {"kind": sample.kind, "gold": sample.gold, "n_choices": len(sample.choices), "item": sample.id}
+    )
+
+
 def _profile(sample: Sample) -> tuple[tuple[str, ...], tuple[bool, ...]]:
     """The item's answers as the population model sees them (its hints), gold first, then its
     distractors, the shared misconception first; and which of them the item's grader accepts (a
     distractor can be an equivalent form of the gold). Kept per item: a fit asks thousands of times."""
     key = (sample.id, sample.gold, sample.kind, len(sample.choices))
     if key not in _PROFILES:
-        hints = {
-            "kind": sample.kind,
-            "gold": sample.gold,
-            "n_choices": len(sample.choices),
-            "item": sample.id,
-        }
-        h = Hints.read(hints)
+        h = _hints(sample)
         assert h.gold is not None
         wrong = item_profile(h.item, h.gold, h.kind, h.n_choices, _DISTRACTORS)[1]
         grader = grader_for(sample)
@@ -127,6 +128,16 @@ def vote_accuracy(
         usual = u_slip - misconception < habit * (1.0 - misconception)
         slip = np.where(usual, 2 + np.array(habitual)[:, None, :], slip)
     code = np.where(right, 0, np.where(misconceived, 1, slip))
+    echo = np.array([population.member(m).echo for m in seats])
+    if (echo > 0).any():  # v8: at rate `echo` a sample is its member's modal answer on the item
+        modal = np.array(
+            [
+                [a.index(members[m].modal(_hints(s), a[1:], dataset)) for m in seats]
+                for s, (a, _) in zip(samples, profiles, strict=True)
+            ]
+        )
+        code = np.where(rng.random(shape) < echo, modal[:, None, :], code)
+        right = code == 0
     calibration = np.array([population.member(m).calibration for m in seats])
     knows = np.array([population.member(m).self_knowledge for m in seats])
     if population.version >= "v5" and (knows < 1.0).any():

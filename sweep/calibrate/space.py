@@ -8,7 +8,8 @@ from wrong: it breaks the ties of small votes, so consistency at n = 2 pins it) 
 item feels: with calibration it sets how much n = 2 gains on one sample) and (model v6) its `habit`
 (how often its wrong samples repeat one answer of its own: how little its votes gain over one
 sample) and (model v7) its `insight` (what reading peers adds to its competence: how much debate
-gains beyond a vote); per benchmark: `item_spread` and `misconception`; the dynamics' `persuasion`,
+gains beyond a vote) and (model v8) its `echo` (how often a first answer repeats its modal answer on
+the item: how much its samples agree beyond their competence); per benchmark: `item_spread` and `misconception`; the dynamics' `persuasion`,
 `mislead`, `stubbornness`, `reflect`, `context_cost` and (model v3) `verify`.
 Not fitted: prices and token figures (the targets give them), the other dynamics. A targets file's
 `order` (members, best first) sorts those members' skills on each benchmark: the search moves freely,
@@ -44,12 +45,14 @@ DYNAMICS = {
 }
 CALIBRATION_RANGE = (0.0, 1.0)  # verbal confidence: how far it tells right from wrong (ties in votes)
 # A member's fields that later population models added (`MEMBER_SINCE` says which version reads
-# each): its range, and where a search starts it on a file whose model lacks it. Habit and insight
-# start at 0, which replies as the older model; self-knowledge, which has no such value, in its middle.
+# each): its range, and where a search starts it on a file whose model lacks it. Habit, insight and
+# echo start at 0, which replies as the older model; self-knowledge, which has no such value, in its
+# middle.
 VERSIONED = {
     "self_knowledge": ((0.0, 1.0), 0.5),  # v5: a confidence follows its own sample, not the item
     "habit": ((0.0, 1.0), 0.0),  # v6: a member's wrong samples repeat one answer of its own
     "insight": ((0.0, 3.0), 0.0),  # v7: the logit a reader gains from peers' work
+    "echo": ((0.0, 1.0), 0.0),  # v8: a first answer repeats the member's modal one on the item
 }
 NEAR = 0.08  # a fit searches 8 % of each parameter's range either side of its start (a local search)
 DIGITS = 4  # values are rounded: the population file reads well, and what ran is what is written

@@ -10,7 +10,7 @@ it), a valley along which one-at-a-time moves stall.
 
 A parameter is scored on the rows it can move, which keeps each step cheap: a member's skill on a
 benchmark and its spread there on that benchmark's rows that seat the member; its calibration,
-(model v5) self-knowledge and (model v6) habit on every row that seats it, and (model v7) its insight
+(model v5) self-knowledge, (model v6) habit and (model v8) echo on every row that seats it, and (model v7) its insight
 on those of them that debate; a benchmark's item spread and misconception on that benchmark's rows;
 the debate dynamics on the rows that debate (`fixed`).
 Common random numbers (the same seeds and items every time) make each score a deterministic function
@@ -44,7 +44,7 @@ def _rows_of(name: str, rows: Sequence[Row], bench_of: Mapping[str, str]) -> lis
     if kind in ("skill", "spread"):
         member, _, bench = rest.partition(".")
         return [r for r in rows if member in r.agents and bench_of[r.dataset] == bench]
-    if kind in ("calibration", "self_knowledge", "habit"):
+    if kind in ("calibration", "self_knowledge", "habit", "echo"):
         return [r for r in rows if rest in r.agents]
     if kind == "insight":
         return [r for r in rows if rest in r.agents and r.method.get("name") == "fixed"]
@@ -63,7 +63,7 @@ def _moves(name: str, row: Row, bench_of: Mapping[str, str], order: Sequence[str
         return seated and bench_of[row.dataset] == bench
     if kind == "spread":
         return member in row.agents and bench_of[row.dataset] == bench
-    if kind in ("calibration", "self_knowledge", "habit"):
+    if kind in ("calibration", "self_knowledge", "habit", "echo"):
         return rest in row.agents
     if kind == "insight":
         return rest in row.agents and row_method(row, {}).router is not None
