@@ -164,7 +164,7 @@ def test_an_interrupted_trial_is_run_again_with_its_values(
     t, out = load_targets(targets_file), tmp_path / "out"
     calls: list[Population] = []
     # No coordinate search before trial 1: every backend made below is a trial's.
-    monkeypatch.setattr("sweep.calibrate.fit.warm_start", lambda t, e, b, values, score, say: values)
+    monkeypatch.setattr("sweep.calibrate.fit.warm_start", lambda t, e, b, values, score, say, joint: values)
 
     def flaky(pop: Population) -> MakeBackend:  # the second trial is interrupted (Ctrl-C) while it runs
         calls.append(pop)
@@ -192,8 +192,11 @@ def test_the_packaged_population_is_where_the_search_starts(
     (tmp_path / "testpop.yaml").write_text(start.dump())
     seen: list[dict[str, float]] = []
 
-    def record(targets, evaluator, backends, values, score, say):  # type: ignore[no-untyped-def]
+    joint: list[bool] = []
+
+    def record(targets, evaluator, backends, values, score, say, joint_moves):  # type: ignore[no-untyped-def]
         seen.append(dict(values))
+        joint.append(joint_moves)
         return values
 
     monkeypatch.setattr("sweep.calibrate.fit.warm_start", record)
@@ -202,6 +205,11 @@ def test_the_packaged_population_is_where_the_search_starts(
     assert first.user_attrs["source"] == f"a coordinate search from {tmp_path / 'testpop.yaml'}"
     assert seen == [values_of(start, t)]
     assert res.population.digest == start.digest
+    # `sweep calibrate --joint-moves` turns the joint moves on; they are off without it.
+    for flag, out in (([], tmp_path / "plain"), (["--joint-moves"], tmp_path / "joint")):
+        args = ["calibrate", str(targets_file), "--out", str(out), "--trials", "1", "--fit-limit", "4"]
+        assert main([*args, "--fit-only", "--no-tracking", "--no-v1", *flag]) == 0
+    assert joint == [False, False, True]
 
 
 def test_a_trial_left_running_by_a_dead_driver_is_retried(targets_file: Path, tmp_path: Path) -> None:
@@ -446,7 +454,7 @@ def test_the_coordinate_search_goes_on_while_a_parameter_stops_at_its_grids_edge
 ) -> None:
     """From the bottom of its range, a skill whose row asks for 95 % stops at the top of the first
     pass's grid (half the range up); the pass runs again from there and carries it further, which a
-    search without the repeats does not (the joint moves, which carry it too, left out of both)."""
+    search without the repeats does not (the joint moves, which carry it too, are off by default)."""
     from sweep.calibrate import warm
     from sweep.calibrate.evaluate import Evaluator
 
@@ -459,7 +467,6 @@ def test_the_coordinate_search_goes_on_while_a_parameter_stops_at_its_grids_edge
     for key in ("skill.a.arith", "spread.a.arith", "item_spread.arith"):
         start[key] = dims[key].low
     lines: list[str] = []
-    monkeypatch.setattr(warm, "_pairs", lambda dims: [])
 
     def search() -> float:
         evaluator = Evaluator(t, (0,), 30, expected=True)
@@ -472,9 +479,7 @@ def test_the_coordinate_search_goes_on_while_a_parameter_stops_at_its_grids_edge
     assert far >= search() + 0.5
 
 
-def test_the_coordinate_search_moves_a_members_skill_and_spread_together(
-    targets_file: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_coordinate_search_moves_a_members_skill_and_spread_together(targets_file: Path) -> None:
     """An objective whose valley runs diagonally in a member's (skill, spread), each as a share of its
     range, from the middle of both: any one-at-a-time move climbs out of it, so without the joint
     moves the search stays at its start; with them it goes down the valley toward its low end."""
@@ -496,15 +501,14 @@ def test_the_coordinate_search_moves_a_members_skill_and_spread_together(
             depth = 100 * abs(u - v) + abs(v - 0.8)
             return {r.key: RowResult(r.key, depth, None, math.nan, math.nan, None, 1) for r in rows}
 
-    def search() -> dict[str, float]:
+    def search(joint: bool) -> dict[str, float]:
         score = lambda rows, results: sum(results[r.key].acc for r in rows) / len(rows)  # noqa: E731
-        return warm.warm_start(t, Valley(), lambda pop: pop, dict(start), score, lambda line: None)  # type: ignore[arg-type]
+        return warm.warm_start(t, Valley(), lambda pop: pop, dict(start), score, lambda line: None, joint)  # type: ignore[arg-type]
 
-    found = search()
+    found = search(joint=True)
     u, v = share(found["skill.a.arith"], "skill.a.arith"), share(found["spread.a.arith"], "spread.a.arith")
     assert u == pytest.approx(v) and v > 0.7
-    monkeypatch.setattr(warm, "_pairs", lambda dims: [])
-    alone = search()
+    alone = search(joint=False)
     assert (alone["skill.a.arith"], alone["spread.a.arith"]) == (
         start["skill.a.arith"],
         start["spread.a.arith"],

@@ -118,7 +118,14 @@ def _job(args: argparse.Namespace) -> Job:
         uri = file_url(uri, "--tracking-uri")
     seeds = tuple(targets.seeds[: args.fit_seeds])
     settings = FitSettings(
-        seeds, args.trials, args.sampler, args.seed, args.fit_limit, args.timeout, workers=args.workers
+        seeds,
+        args.trials,
+        args.sampler,
+        args.seed,
+        args.fit_limit,
+        args.timeout,
+        workers=args.workers,
+        joint_moves=args.joint_moves,
     )
     return Job(args, targets, checkpoints, fixed, out, pop_out, uri, settings)
 

@@ -55,6 +55,7 @@ class FitSettings:
     timeout_min: float | None = None
     expected: bool = True  # rows that never debate score their expected accuracy (`Evaluator.expected`)
     workers: int = 1  # processes a large evaluation's episodes are split over (same results)
+    joint_moves: bool = False  # the start's search also moves skill and spread together (`warm`)
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ def first_values(
     evaluator: Evaluator,
     backends: Callable[[Population], MakeBackend],
     say: Callable[[str], None],
+    joint_moves: bool = False,
 ) -> tuple[dict[str, float], str]:
     """Where the fit starts: a coordinate search (`sweep.calibrate.warm`) from the packaged population
     when there is one (and it loads), else from the single-agent fit rows; and a line naming it."""
@@ -128,9 +130,8 @@ def first_values(
         except PopulationError as e:
             say(f"warning: not starting from {path}: {e}")
     say(f"start: a coordinate search from {source}")
-    return warm_start(
-        targets, evaluator, backends, values, objective, say
-    ), f"a coordinate search from {source}"
+    found = warm_start(targets, evaluator, backends, values, objective, say, joint_moves)
+    return found, f"a coordinate search from {source}"
 
 
 def _start(
@@ -139,13 +140,14 @@ def _start(
     evaluator: Evaluator,
     backends: Callable[[Population], MakeBackend],
     say: Callable[[str], None],
+    joint_moves: bool = False,
 ) -> dict[str, float]:
     """The study's start (kept in its user attrs, so a rerun searches the same space), found and
     enqueued as the first trial when the study is new."""
     kept = study.user_attrs.get("start")
     if isinstance(kept, dict):
         return {str(k): float(v) for k, v in kept.items()}
-    values, source = first_values(targets, evaluator, backends, say)
+    values, source = first_values(targets, evaluator, backends, say, joint_moves)
     study.set_user_attr("start", values)
     study.enqueue_trial(values, user_attrs={"source": source})
     say(f"trial 1 starts from {source}")
@@ -185,7 +187,8 @@ def fit(
         row_method(row, {})
     lock = StudyLock(out / f".{STUDY}.lock")
     study = _open(out, targets, settings, lock)
-    first = _start(study, targets, evaluator, backends, say)  # a new study's search: minutes, unlocked
+    # A new study's search: minutes, unlocked.
+    first = _start(study, targets, evaluator, backends, say, settings.joint_moves)
     start, ran = time.monotonic(), 0
     limit_s = None if settings.timeout_min is None else settings.timeout_min * 60
     while True:

@@ -75,6 +75,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help=f"processes a large evaluation's episodes are split over (default {WORKERS}: one per core, "
         "at most 8); the results do not depend on it",
     )
+    s.add_argument(
+        "--joint-moves",
+        action="store_true",
+        help="the start's search also moves each member's skill and spread on a benchmark together "
+        "(slower, several times so where debate rows are many)",
+    )
     s.add_argument("--timeout", type=_minutes, metavar="MIN", help="stop starting trials after MIN minutes")
     s.add_argument("--population-out", metavar="PATH", help="also write the fitted population file here")
     s.add_argument(

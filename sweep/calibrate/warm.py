@@ -3,10 +3,12 @@ over a small grid and kept where the fit rows it touches score best, so the Optu
 `sweep.calibrate.fit`) refines a population that is already close instead of searching 25 dimensions
 from their middles.
 
-Each pass then moves every member's skill and spread on a benchmark together, over a 3 x 3 grid at
-the pass's step: one sample's accuracy and a vote's gain over it ask for them together (a higher
+With `joint_moves` (`sweep calibrate --joint-moves`), each pass then moves every member's skill and
+spread on a benchmark together, over a 3 x 3 grid at the pass's step: one sample's accuracy and a vote's gain over it ask for them together (a higher
 spread leaves a vote less to gain, and lowers one sample's accuracy unless the skill rises with
-it), a valley along which one-at-a-time moves stall.
+it), a valley along which one-at-a-time moves stall. Off by default: at CPP's size, where every
+such move reruns the debate rows, it makes a pass several times longer, and neither run that used
+it fitted PEAR's rows better (docs/calibration/README.md).
 
 A parameter is scored on the rows it can move, which keeps each step cheap: a member's skill on a
 benchmark and its spread there on that benchmark's rows that seat the member; its calibration,
@@ -85,9 +87,10 @@ def warm_start(
     values: dict[str, float],
     score: Callable[[Sequence[Row], Mapping[str, RowResult]], float],
     say: Callable[[str], None],
+    joint_moves: bool = False,
 ) -> dict[str, float]:
-    """`values` improved parameter by parameter (see the module docstring). `score(rows, results)`
-    is the fit's objective on `rows`, given each row's result by key."""
+    """`values` improved parameter by parameter, and with `joint_moves` pair by pair (see the module
+    docstring). `score(rows, results)` is the fit's objective on `rows`, given each row's result by key."""
     rows = list(targets.fit_rows())
     bench_of = {key: str(entry["name"]) for key, entry in targets.datasets.items()}
     dims = space(targets)
@@ -138,7 +141,8 @@ def warm_start(
     for step, reach in PASSES:
         for _ in range(EDGE_REPEATS + 1):
             edged = sum(move([name], step, reach) for name in order)
-            edged += sum(move(pair, step, 1) for pair in _pairs(dims))
+            if joint_moves:
+                edged += sum(move(pair, step, 1) for pair in _pairs(dims))
             note = f"; {edged} parameters stopped at their grid's edge" if edged else ""
             say(
                 f"start: pass at step {step:.3f} of each range, objective {evaluate(current, rows):.4g}{note}"
