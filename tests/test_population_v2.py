@@ -81,6 +81,17 @@ def hit_rate(replies: list[dict[str, Any]]) -> float:
     return float(np.mean([r["answer"] == "12" for r in replies]))
 
 
+def assert_replays(raw: dict[str, Any], field: str, since: str) -> None:
+    """The file `raw` (a model before `since`) read as model `since`, where `field` is 0, draws what it
+    draws, reply for reply, on first answers and updates; `raw`'s digest leaves `field` out."""
+    old, new = parse("test", raw), parse("test", {**raw, "version": since})
+    hints = [initial(i) for i in range(200)] + [update(i, "13", [("12", 3), ("14", 5)]) for i in range(200)]
+    for m in ("weak", "mid"):
+        assert ask(PopulationBackend(m, old, m), hints) == ask(PopulationBackend(m, new, m), hints)
+    assert field not in old.content()["members"]["mid"]
+    assert new.content()["members"]["mid"][field] == 0.0
+
+
 def assert_gated(raw: dict[str, Any], field: str, since: str, bad: float, bounds: str) -> None:
     """A file of the model before `since` (`raw`) may not set member field `field`, and a `since`
     file must give it within `bounds` (as the error prints them, e.g. "0, 1")."""

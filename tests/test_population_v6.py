@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from test_calibrate_expected import TARGETS, team
-from test_population_v2 import ask, assert_gated, initial, population, update
+from test_population_v2 import ask, assert_gated, assert_replays, initial, population
 
 from actors.population import PopulationBackend
 from actors.populations import parse
@@ -75,12 +75,7 @@ def test_v6_without_habit_replies_as_v5_and_older_files_may_not_set_it() -> None
     """A v6 file with habit 0 draws what the same v5 file draws, reply for reply; a v5 file may not
     set habit and its digest leaves it out; habit must lie in [0, 1]."""
     raw = {**population().content(), "version": "v5"}
-    v5, v6 = parse("test", raw), parse("test", {**raw, "version": "v6"})
-    hints = [initial(i) for i in range(200)] + [update(i, "13", [("12", 3), ("14", 5)]) for i in range(200)]
-    for m in ("weak", "mid"):
-        assert ask(PopulationBackend(m, v5, m), hints) == ask(PopulationBackend(m, v6, m), hints)
-    assert "habit" not in v5.content()["members"]["mid"]
-    assert v6.content()["members"]["mid"]["habit"] == 0.0
+    assert_replays(raw, "habit", "v6")
     assert_gated(raw, "habit", "v6", 1.5, "0, 1")
 
 

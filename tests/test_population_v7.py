@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from test_calibrate_expected import TARGETS, team
-from test_population_v2 import N, ask, assert_gated, hit_rate, initial, population, update
+from test_population_v2 import N, ask, assert_gated, assert_replays, hit_rate, population, update
 
 from actors.population import PopulationBackend
 from actors.populations import parse
@@ -37,12 +37,7 @@ def test_v7_without_insight_replies_as_v6_and_older_files_may_not_set_it() -> No
     """A v7 file with insight 0 draws what the same v6 file draws, reply for reply; a v6 file may not
     set insight and its digest leaves it out; insight must lie in [0, 4]."""
     raw = {**population(dynamics__reflect=0.5).content(), "version": "v6"}
-    v6, v7 = parse("test", raw), parse("test", {**raw, "version": "v7"})
-    hints = [initial(i) for i in range(200)] + [update(i, "13", [("12", 3), ("14", 5)]) for i in range(200)]
-    for m in ("weak", "mid"):
-        assert ask(PopulationBackend(m, v6, m), hints) == ask(PopulationBackend(m, v7, m), hints)
-    assert "insight" not in v6.content()["members"]["mid"]
-    assert v7.content()["members"]["mid"]["insight"] == 0.0
+    assert_replays(raw, "insight", "v7")
     assert_gated(raw, "insight", "v7", 5.0, "0, 4")
 
 

@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 
 from test_calibrate_expected import TARGETS, team
-from test_population_v2 import ask, assert_gated, initial, population, update
+from test_population_v2 import ask, assert_gated, assert_replays, initial, population
 
 from actors.population import PopulationBackend
 from actors.populations import parse
@@ -63,12 +63,7 @@ def test_v8_without_echo_replies_as_v7_and_older_files_may_not_set_it() -> None:
     """A v8 file with echo 0 draws what the same v7 file draws, reply for reply; a v7 file may not
     set echo and its digest leaves it out; echo must lie in [0, 1]."""
     raw = {**population(dynamics__reflect=0.5).content(), "version": "v7"}
-    v7, v8 = parse("test", raw), parse("test", {**raw, "version": "v8"})
-    hints = [initial(i) for i in range(200)] + [update(i, "13", [("12", 3), ("14", 5)]) for i in range(200)]
-    for m in ("weak", "mid"):
-        assert ask(PopulationBackend(m, v7, m), hints) == ask(PopulationBackend(m, v8, m), hints)
-    assert "echo" not in v7.content()["members"]["mid"]
-    assert v8.content()["members"]["mid"]["echo"] == 0.0
+    assert_replays(raw, "echo", "v8")
     assert_gated(raw, "echo", "v8", 1.5, "0, 1")
 
 
