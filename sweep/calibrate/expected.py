@@ -12,11 +12,12 @@ Each draw follows the population model's round-0 reply (`actors.population`): ri
 member's competence p on the item; wrong, the item's shared misconception with probability
 `misconception`, else one of the member's own slips (uniform over the item's other distractors; model
 v6: its habitual one on the item at rate `habit`); model v8: at rate `echo` the member's modal answer
-on the item instead (the engine's own `modal`, one answer per member and item); a confidence from the calibrated tables at rate
-`calibration`, else uniform (model v5: the table follows the sample's correctness at rate
-`self_knowledge`, else a Bernoulli of p). The vote is `debate.vote.majority_vote`'s rule: most
-votes, then the highest summed confidence, then the smallest answer. `tests/test_calibrate_expected.py`
-holds these estimates to the mean of real episodes over many seeds, so the two cannot drift apart."""
+on the item instead (the engine's own `modal`, one answer per member and item); a confidence from
+the calibrated tables at rate `calibration`, else uniform (model v5: the table follows the sample's
+correctness at rate `self_knowledge`, else a Bernoulli of p). The vote is
+`debate.vote.majority_vote`'s rule: most votes, then the highest summed confidence, then the smallest
+answer. `tests/test_calibrate_expected.py` holds these estimates to the mean of real episodes over
+many seeds, so the two cannot drift apart."""
 
 from __future__ import annotations
 
@@ -132,8 +133,8 @@ def vote_accuracy(
     if (echo > 0).any():  # v8: at rate `echo` a sample is its member's modal answer on the item
         modal = np.array(
             [
-                [a.index(members[m].modal(_hints(s), a[1:], dataset)) for m in seats]
-                for s, (a, _) in zip(samples, profiles, strict=True)
+                [a.index(members[m].modal(h, a[1:], dataset)) for m in seats]
+                for h, (a, _) in zip(map(_hints, samples), profiles, strict=True)
             ]
         )
         code = np.where(rng.random(shape) < echo, modal[:, None, :], code)

@@ -9,8 +9,9 @@ item feels: with calibration it sets how much n = 2 gains on one sample) and (mo
 (how often its wrong samples repeat one answer of its own: how little its votes gain over one
 sample) and (model v7) its `insight` (what reading peers adds to its competence: how much debate
 gains beyond a vote) and (model v8) its `echo` (how often a first answer repeats its modal answer on
-the item: how much its samples agree beyond their competence); per benchmark: `item_spread` and `misconception`; the dynamics' `persuasion`,
-`mislead`, `stubbornness`, `reflect`, `context_cost` and (model v3) `verify`.
+the item: how much its samples agree beyond their competence); per benchmark: `item_spread` and
+`misconception`; the dynamics' `persuasion`, `mislead`, `stubbornness`, `reflect`, `context_cost` and
+(model v3) `verify`.
 Not fitted: prices and token figures (the targets give them), the other dynamics. A targets file's
 `order` (members, best first) sorts those members' skills on each benchmark: the search moves freely,
 and the population it makes keeps the order.

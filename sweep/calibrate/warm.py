@@ -4,17 +4,18 @@ over a small grid and kept where the fit rows it touches score best, so the Optu
 from their middles.
 
 With `joint_moves` (`sweep calibrate --joint-moves`), each pass then moves every member's skill and
-spread on a benchmark together, over a 3 x 3 grid at the pass's step: one sample's accuracy and a vote's gain over it ask for them together (a higher
-spread leaves a vote less to gain, and lowers one sample's accuracy unless the skill rises with
-it), a valley along which one-at-a-time moves stall. Off by default: at CPP's size, where every
+spread on a benchmark together, over a 3 x 3 grid at the pass's step: one sample's accuracy and a
+vote's gain over it ask for them together (a higher spread leaves a vote less to gain, and lowers
+one sample's accuracy unless the skill rises with it), a valley along which one-at-a-time moves
+stall. Off by default: at CPP's size, where every
 such move reruns the debate rows, it makes a pass several times longer, and neither run that used
 it fitted PEAR's rows better (docs/calibration/README.md).
 
 A parameter is scored on the rows it can move, which keeps each step cheap: a member's skill on a
 benchmark and its spread there on that benchmark's rows that seat the member; its calibration,
-(model v5) self-knowledge, (model v6) habit and (model v8) echo on every row that seats it, and (model v7) its insight
-on those of them that debate; a benchmark's item spread and misconception on that benchmark's rows;
-the debate dynamics on the rows that debate (`fixed`).
+(model v5) self-knowledge, (model v6) habit and (model v8) echo on every row that seats it, and
+(model v7) its insight on those of them that debate; a benchmark's item spread and misconception on
+that benchmark's rows; the debate dynamics on the rows that debate (`fixed`).
 Common random numbers (the same seeds and items every time) make each score a deterministic function
 of the values, so a grid comparison is meaningful — and a row's result a function of the values of
 the parameters that move it (`_moves`), so each row is run once per distinct set of those values: a
@@ -38,6 +39,8 @@ PASSES = ((1 / 4, 2), (1 / 8, 1), (1 / 24, 1))
 # A pass runs again (up to this many times) while some parameter stopped at the last point of its grid
 # inside its range: its best value may lie further out than one pass reaches.
 EDGE_REPEATS = 3
+# A member's fields that move every row seating it (its insight moves only the rows that debate).
+MEMBER_WIDE = ("calibration", "self_knowledge", "habit", "echo")
 
 
 def _rows_of(name: str, rows: Sequence[Row], bench_of: Mapping[str, str]) -> list[Row]:
@@ -46,7 +49,7 @@ def _rows_of(name: str, rows: Sequence[Row], bench_of: Mapping[str, str]) -> lis
     if kind in ("skill", "spread"):
         member, _, bench = rest.partition(".")
         return [r for r in rows if member in r.agents and bench_of[r.dataset] == bench]
-    if kind in ("calibration", "self_knowledge", "habit", "echo"):
+    if kind in MEMBER_WIDE:
         return [r for r in rows if rest in r.agents]
     if kind == "insight":
         return [r for r in rows if rest in r.agents and r.method.get("name") == "fixed"]
@@ -65,7 +68,7 @@ def _moves(name: str, row: Row, bench_of: Mapping[str, str], order: Sequence[str
         return seated and bench_of[row.dataset] == bench
     if kind == "spread":
         return member in row.agents and bench_of[row.dataset] == bench
-    if kind in ("calibration", "self_knowledge", "habit", "echo"):
+    if kind in MEMBER_WIDE:
         return rest in row.agents
     if kind == "insight":
         return rest in row.agents and row_method(row, {}).router is not None
