@@ -513,3 +513,61 @@ def test_the_coordinate_search_moves_a_members_skill_and_spread_together(targets
         start["skill.a.arith"],
         start["spread.a.arith"],
     )
+
+
+def test_a_repeat_moves_only_what_stopped_at_its_grids_edge(targets_file: Path) -> None:
+    """With one skill asking for the top of its range, from its bottom, that skill's move stops at
+    its grid's edge; the repeats that follow try new values of that skill alone (a whole pass again
+    would try every other parameter's neighbours too)."""
+    from sweep.calibrate import warm
+
+    t = load_targets(targets_file)
+    dims = space(t)
+    start = {k: (d.low + d.high) / 2 for k, d in dims.items()}
+    start["skill.a.arith"] = dims["skill.a.arith"].low
+    events: list[object] = []
+
+    class Slope:
+        """Every row scores how far member a's skill on arith lies below the top of its range."""
+
+        def run(self, rows: list, pop: Population) -> dict[str, RowResult]:
+            events.append(values_of(pop, t))
+            depth = dims["skill.a.arith"].high - pop.members["a"].skill_on("arith")
+            return {r.key: RowResult(r.key, depth, None, math.nan, math.nan, None, 1) for r in rows}
+
+    score = lambda rows, results: sum(results[r.key].acc for r in rows) / len(rows)  # noqa: E731
+    found = warm.warm_start(t, Slope(), lambda pop: pop, dict(start), score, events.append)  # type: ignore[arg-type]
+    assert found["skill.a.arith"] == dims["skill.a.arith"].high
+    lines = [i for i, e in enumerate(events) if isinstance(e, str)]
+    repeats = [(i, j) for i, j in zip(lines, lines[1:], strict=False) if "repeat" in str(events[j])]
+    assert repeats and "stopped at their grid's edge" in str(events[repeats[0][0]])
+    for i, j in repeats:
+        scored = [e for e in events[i + 1 : j] if isinstance(e, dict)]
+        assert scored  # the repeat did score new values
+        varied = {k for k in dims if len({round(v[k], 6) for v in scored}) > 1}
+        assert varied <= {"skill.a.arith"}, varied
+
+
+def test_a_fit_scores_every_item_the_predictions_run_unless_told_fewer(
+    targets_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """By default the fit's rows run on each dataset's own subset, the items the report predicts on
+    (a fit on fewer matches those items' realised difficulties instead); `--fit-limit N` caps it."""
+    from sweep.calibrate import fit as fit_module
+
+    limits: list[int | None] = []
+    real = fit_module.Evaluator
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        evaluator = real(*args, **kwargs)
+        limits.append(evaluator.limit)
+        return evaluator
+
+    monkeypatch.setattr(fit_module, "Evaluator", spy)
+    for flags, out in (([], tmp_path / "all"), (["--fit-limit", "4"], tmp_path / "four")):
+        args = ["calibrate", str(targets_file), "--out", str(out), "--trials", "1", *flags]
+        assert main([*args, "--fit-only", "--no-tracking", "--no-v1"]) == 0
+    assert limits == [None, 4]
+    assert "every item per dataset" in (tmp_path / "all" / "calibration.md").read_text()
+    t = load_targets(targets_file)
+    assert len(real(t, (0,), limits[0]).samples("ar")) == 6  # the targets' own `limit: 6`

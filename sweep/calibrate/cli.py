@@ -202,7 +202,9 @@ def _work(job: Job) -> int:
         )
         how = (
             f"fitted with {settings.sampler} ({result.complete} trials, seed {settings.seed}) on seeds "
-            f"{list(settings.fit_seeds)} and at most {settings.fit_limit} items per dataset"
+            f"{list(settings.fit_seeds)} and "
+            + ("every item" if settings.fit_limit is None else f"at most {settings.fit_limit} items")
+            + " per dataset"
             + (" (rows that never debate at their expected accuracy)" if settings.expected else "")
         )
     split = "fit" if job.args.fit_only else None

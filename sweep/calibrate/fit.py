@@ -10,7 +10,8 @@ it search 8 % of each parameter's range either side of that start (`space.NEAR`,
 default), and the start is kept in the study so a rerun searches the same space.
 
 Objective (minimised): the mean over fit rows of ((predicted - published accuracy) / max(std, 2))^2,
-accuracies in percent, on the first `fit_limit` items of each dataset: a row that never debates at
+accuracies in percent, on the items the predictions run (each dataset entry's own subset; with
+`fit_limit`, its first `fit_limit` of them): a row that never debates at
 its expected accuracy (`sweep.calibrate.expected`), a debate row on episodes of `fit_seeds`."""
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class FitSettings:
     trials: int = 10
     sampler: str = "cmaes"
     seed: int = 0
-    fit_limit: int = 100
+    fit_limit: int | None = None  # None: each dataset entry's own subset (the predictions' items)
     timeout_min: float | None = None
     expected: bool = True  # rows that never debate score their expected accuracy (`Evaluator.expected`)
     workers: int = 1  # processes a large evaluation's episodes are split over (same results)

@@ -12,7 +12,7 @@ from sweep.config.flags import positive
 
 TRIALS = 10  # after the coordinate search that starts a fit (`sweep.calibrate.warm`): a local refinement
 FIT_SEEDS = 1
-FIT_LIMIT = 100
+FIT_LIMIT = None  # every item the predictions run: a fit on fewer fits their realised difficulties
 WORKERS = min(8, os.cpu_count() or 1)  # processes: one per core, as most work is simulated episodes
 
 
@@ -65,7 +65,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=_count,
         default=FIT_LIMIT,
         metavar="N",
-        help=f"each trial runs at most N items per dataset (default {FIT_LIMIT})",
+        help="each trial runs at most N items per dataset (default: each dataset's own subset, "
+        "the items the predictions run; fewer is faster but fits those items' difficulties)",
     )
     s.add_argument(
         "--workers",

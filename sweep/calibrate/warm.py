@@ -36,8 +36,9 @@ from sweep.calibrate.targets import Row, Targets
 # a range either side: a parameter new to a model version starts at its neutral end (v6's `habit` at 0)
 # and must be able to get across its range from there.
 PASSES = ((1 / 4, 2), (1 / 8, 1), (1 / 24, 1))
-# A pass runs again (up to this many times) while some parameter stopped at the last point of its grid
-# inside its range: its best value may lie further out than one pass reaches.
+# A move that stopped at the last point of its grid inside the range runs again (up to this many
+# times), alone: its best value may lie further out than one pass reaches. Only those moves repeat (a
+# whole pass again cost CPP's calibration 14 minutes, docs/calibration/README.md).
 EDGE_REPEATS = 3
 # A member's fields that move every row seating it (its insight moves only the rows that debate).
 MEMBER_WIDE = ("calibration", "self_knowledge", "habit", "echo")
@@ -141,15 +142,17 @@ def warm_start(
     order = [k for k in dims if not k.startswith("dynamics.")] + [
         k for k in dims if k.startswith("dynamics.")
     ]
+    pairs = [list(pair) for pair in _pairs(dims)] if joint_moves else []
     for step, reach in PASSES:
-        for _ in range(EDGE_REPEATS + 1):
-            edged = sum(move([name], step, reach) for name in order)
-            if joint_moves:
-                edged += sum(move(pair, step, 1) for pair in _pairs(dims))
-            note = f"; {edged} parameters stopped at their grid's edge" if edged else ""
+        todo = [([name], reach) for name in order] + [(pair, 1) for pair in pairs]
+        for repeat in range(EDGE_REPEATS + 1):
+            # A repeat moves on only what stopped at its grid's edge: it goes on in that direction.
+            todo = [(names, r) for names, r in todo if move(names, step, r)]
+            what = "pass" if repeat == 0 else "repeat"
+            note = f"; {len(todo)} moves stopped at their grid's edge" if todo else ""
             say(
-                f"start: pass at step {step:.3f} of each range, objective {evaluate(current, rows):.4g}{note}"
+                f"start: {what} at step {step:.3f} of each range, objective {evaluate(current, rows):.4g}{note}"
             )
-            if not edged:
+            if not todo:
                 break
     return current
