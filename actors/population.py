@@ -1,4 +1,4 @@
-"""Population models v2-v8: simulated debaters whose samples share a latent competence per item and who
+"""Population models v2-v9: simulated debaters whose samples share a latent competence per item and who
 read each other's arguments. Every mechanism and parameter is stated in `docs/population.md`; the
 parameters come from a population file (`actors.populations`). In short, for member m on item i of
 benchmark b:
@@ -10,8 +10,8 @@ benchmark b:
   probability misconception[b] (several members fall into it together), else a slip of its own:
   in v6 its habitual wrong answer on the item at rate habit[m] (one answer all its samples share),
   else a fresh slip; in v8 a first answer repeats the member's modal answer on the item at rate
-  echo[m] (one sample drawn once per member and item, from hashed uniforms), so its samples agree
-  beyond what its competence makes them (a vote of them gains less on one sample);
+  echo[m] (v9: echo[m][b]; one sample drawn once per member and item, from hashed uniforms), so
+  its samples agree beyond what its competence makes them (a vote of them gains less on one sample);
 - an update reads the peers' arguments: a correct one convinces with probability growing with the
   reader's competence (it can check it), a confident wrong one misleads in proportion to the
   reader's incompetence; an argument cut off by an output cap persuades less (`cut_persuasion`); an
@@ -53,7 +53,7 @@ from actors.sim_items import CONF_RIGHT, CONF_UNIFORM, CONF_WRONG, LETTERS, item
 from actors.sim_seed import seeded
 from actors.sim_text import review, same
 
-VERSION = "v8"  # the newest model this module runs (it runs every version in `actors.populations.VERSIONS`)
+VERSION = "v9"  # the newest model this module runs (it runs every version in `actors.populations.VERSIONS`)
 _DISTRACTORS = 4
 _JSON_CHARS = 60  # the JSON around the reasoning: {"reasoning": "", "answer": ..., "confidence": 3}
 
@@ -191,7 +191,8 @@ class PopulationBackend:
         logit = self._logit(h.item, h.gold, dataset)
         fresh = self._sample(u[0], u[1], _sigmoid(logit), h, wrong, dataset)
         if h.phase not in ("update", "revise", "critique"):
-            if u[2] < self.member.echo:  # v8 (0 before): u[2] serves updates only, so no stream moves
+            # v8 (0 before; v9: per benchmark): u[2] serves updates only, so no stream moves
+            if u[2] < self.member.echo_on(dataset):
                 fresh = self.modal(h, wrong, dataset)
             return self._answer(rng, h.gold, fresh, "initial", (), _sigmoid(logit)), "initial"
         own = h.own[0] if h.own and h.own[0] is not None else fresh

@@ -29,11 +29,13 @@ from typing import Any
 import yaml
 
 # Population models a file may name; `v1` is the engine's arguments, not a file.
-VERSIONS = ("v2", "v3", "v4", "v5", "v6", "v7", "v8")
+VERSIONS = ("v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9")
 # Dynamics a version reads that earlier ones do not: absent from an earlier version's file and digest.
 SINCE = {"verify": "v3"}
 # Member fields a version reads that earlier ones do not (absent from an earlier version's file and digest).
 MEMBER_SINCE = {"self_knowledge": "v5", "habit": "v6", "insight": "v7", "echo": "v8"}
+# Member fields that may give one number per benchmark, and the model version that first reads them so.
+PER_BENCH = {"spread": "v4", "echo": "v9"}
 HOME = Path(__file__).resolve().parents[1] / "populations"  # the packaged population files
 MAX_FILE_BYTES = 1 << 20
 
@@ -53,7 +55,7 @@ class Member:
     of its competence), so two samples' confidences need not tell which is right; `habit` (v6): the share of
     its wrong samples outside the shared misconception that give its own habitual wrong answer on the item;
     `insight` (v7): the logit its competence gains from reading peers; `echo` (v8): the share of its first
-    answers that repeat its one modal answer on the item; `tokens_median`/`tokens_q95`: its full replies'
+    answers that repeat its one modal answer on the item (a mapping per benchmark from v9 on); `tokens_median`/`tokens_q95`: its full replies'
     completion tokens (a log-normal through both)."""
 
     skill: Mapping[str, float]
@@ -62,7 +64,7 @@ class Member:
     self_knowledge: float = 1.0  # v5
     habit: float = 0.0  # v6
     insight: float = 0.0  # v7
-    echo: float = 0.0  # v8
+    echo: float | Mapping[str, float] = 0.0  # v8
     tokens_median: int = 200
     tokens_q95: int = 400
 
@@ -70,9 +72,17 @@ class Member:
         return float(self.skill.get(benchmark, self.skill["default"]))
 
     def spread_on(self, benchmark: str) -> float:
-        if isinstance(self.spread, Mapping):
-            return float(self.spread.get(benchmark, self.spread["default"]))
-        return float(self.spread)
+        return _on(self.spread, benchmark)
+
+    def echo_on(self, benchmark: str) -> float:
+        return _on(self.echo, benchmark)
+
+
+def _on(value: float | Mapping[str, float], benchmark: str) -> float:
+    """A per-benchmark field's number on `benchmark`: one number for all, or its entry (else `default`)."""
+    if isinstance(value, Mapping):
+        return float(value.get(benchmark, value["default"]))
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -146,8 +156,8 @@ class Population:
 
 
 def _member_content(m: Member, version: str) -> dict[str, Any]:
-    spread = dict(m.spread) if isinstance(m.spread, Mapping) else m.spread  # a v2/v3 scalar hashes as before
-    out = dataclasses.asdict(m) | {"skill": dict(m.skill), "spread": spread}
+    out = dataclasses.asdict(m) | {"skill": dict(m.skill)}  # one number stays one (it hashes as before)
+    out |= {k: dict(getattr(m, k)) for k in PER_BENCH if isinstance(getattr(m, k), Mapping)}
     return {k: v for k, v in out.items() if MEMBER_SINCE.get(k, "v2") <= version}
 
 
@@ -165,11 +175,11 @@ def _section(where: str, raw: Any, cls: type, ranges: Mapping[str, tuple[float, 
     for key, v in raw.items():
         if key not in names:
             raise PopulationError(f"{where}.{key}: unknown field; known: {', '.join(sorted(names))}")
-        if key == "skill" or (key == "spread" and isinstance(v, Mapping)):
+        if key == "skill" or (key in PER_BENCH and isinstance(v, Mapping)):
             per = v if isinstance(v, Mapping) else {"default": v}
             if "default" not in per:
                 raise PopulationError(f"{where}.{key}: needs a 'default' entry")
-            bounds = (-8.0, 8.0) if key == "skill" else _MEMBER["spread"]
+            bounds = (-8.0, 8.0) if key == "skill" else _MEMBER[key]
             kwargs[key] = {str(b): _number(f"{where}.{key}.{b}", s, *bounds) for b, s in per.items()}
             continue
         low, high = ranges[key]
@@ -181,28 +191,16 @@ def _section(where: str, raw: Any, cls: type, ranges: Mapping[str, tuple[float, 
     return cls(**kwargs)
 
 
-_MEMBER = {
-    "spread": (0, 6),
-    "calibration": (0, 1),
-    "self_knowledge": (0, 1),
-    "habit": (0, 1),
-    "insight": (0, 4),
-    "echo": (0, 1),
-    "tokens_median": (1, 100_000),
-    "tokens_q95": (1, 100_000),
-}
+_SHARE = (0.0, 1.0)
+_MEMBER: dict[str, tuple[float, float]] = {"spread": (0, 6), "insight": (0, 4)}
+_MEMBER |= dict.fromkeys(("calibration", "self_knowledge", "habit", "echo"), _SHARE)
+_MEMBER |= dict.fromkeys(("tokens_median", "tokens_q95"), (1, 100_000))
 _BENCH = {"item_spread": (0, 6), "misconception": (0, 1)}
-_DYNAMICS = {
-    "persuasion": (0, 1),
-    "mislead": (0, 1),
-    "stubbornness": (0, 1),
-    "reflect": (0, 1),
-    "context_cost": (0, 4),
-    "context_free_tokens": (0, 1_000_000),
-    "cut_persuasion": (0, 1),
-    "tokens_per_char": (0.001, 100),
-    "verify": (0, 1),
-}
+_DYNAMICS: dict[str, tuple[float, float]] = {"context_cost": (0, 4), "tokens_per_char": (0.001, 100)}
+_DYNAMICS |= dict.fromkeys(
+    ("persuasion", "mislead", "stubbornness", "reflect", "cut_persuasion", "verify"), _SHARE
+)
+_DYNAMICS["context_free_tokens"] = (0, 1_000_000)
 
 
 def parse(name: str, raw: Any, where: str = "population") -> Population:
@@ -225,11 +223,12 @@ def parse(name: str, raw: Any, where: str = "population") -> Population:
     raw_members = {str(k): v for k, v in members.items()}
     member_map = {str(k): _section(f"{where}.members.{k}", v, Member, _MEMBER) for k, v in members.items()}
     for k, m in member_map.items():
-        if isinstance(m.spread, Mapping) and str(version) < "v4":
-            raise PopulationError(
-                f"{where}.members.{k}.spread: one number per benchmark is read from population model v4 on; "
-                "give one number, or set version: v4"
-            )
+        for key, since in PER_BENCH.items():
+            if isinstance(getattr(m, key), Mapping) and str(version) < since:
+                raise PopulationError(
+                    f"{where}.members.{k}.{key}: one number per benchmark is read from population model "
+                    f"{since} on; give one number, or set version: {since}"
+                )
         for key, since in MEMBER_SINCE.items():
             given = raw_members[k]
             if isinstance(given, Mapping) and key in given and str(version) < since:

@@ -25,15 +25,16 @@ def team(
     calibration: float = 0.8,
     self_knowledge: float | None = None,
     habit: float | None = None,
-    echo: float | None = None,
+    echo: float | dict[str, float] | None = None,
     **spread: float,
 ) -> Population:
     """The test team on model v4, on v5 with both members' `self_knowledge` when it is given, on v6
-    with both members' `habit` when that is given, on v8 with both members' `echo` when that is."""
+    with both members' `habit` when that is given, on v8 with both members' `echo` when that is (v9
+    when it is one number per benchmark)."""
     version = "v4" if self_knowledge is None else "v5"
     version = version if habit is None else "v6"
     raw: dict[str, Any] = {
-        "version": version if echo is None else "v8",
+        "version": version if echo is None else "v9" if isinstance(echo, dict) else "v8",
         "members": {
             "a": {
                 "skill": {"default": 0.4},
@@ -93,8 +94,9 @@ def targets(tmp_path: Path) -> Any:
         team(calibration=1.0, self_knowledge=0.3),
         team(calibration=1.0, self_knowledge=0.3, habit=1.0),
         team(calibration=1.0, self_knowledge=0.3, habit=0.5, echo=0.6),
+        team(calibration=1.0, self_knowledge=0.3, habit=0.5, echo={"default": 0.0, "arith": 0.6}),
     ],
-    ids=["v4", "v5", "v6", "v8"],
+    ids=["v4", "v5", "v6", "v8", "v9"],
 )
 def test_expected_accuracy_matches_the_episodes_mean(targets: Any, pop: Population) -> None:
     """Each non-debate row's expectation lies within 4 standard errors of the mean of its episodes
@@ -175,4 +177,4 @@ def test_v5_search_space_and_a_start_from_a_v4_file(targets: Any) -> None:
     values = values_of(team(self_knowledge=0.2), targets)
     assert values["self_knowledge.b"] == 0.2
     fitted = population_of(values, targets)
-    assert fitted.version == "v8" and fitted.member("b").self_knowledge == 0.2
+    assert fitted.version == "v9" and fitted.member("b").self_knowledge == 0.2

@@ -169,7 +169,7 @@ def test_list_populations_shows_each_packaged_one(
         tmp_path / "solo.yaml",
         {**POPULATION, "members": {"c": POPULATION["members"]["a"]}, "description": "one"},
     )
-    (tmp_path / "broken.yaml").write_text("version: v9\n")
+    (tmp_path / "broken.yaml").write_text("version: v99\n")
     rows = _list_rows(capsys)
     assert list(rows) == ["v1", "broken", "duo", "solo"]
     assert rows["v1"][:3] == ["v1", "—", "—"] and "the simulated engine's own arguments" in rows["v1"][3]

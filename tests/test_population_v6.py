@@ -91,4 +91,4 @@ def test_the_fit_searches_habit_from_zero_on_an_older_file(tmp_path: Any) -> Non
     values = values_of(team(self_knowledge=0.4, habit=0.35), targets)
     assert values["habit.b"] == 0.35
     fitted = population_of(values, targets)
-    assert fitted.version == "v8" and fitted.member("b").habit == 0.35
+    assert fitted.version == "v9" and fitted.member("b").habit == 0.35

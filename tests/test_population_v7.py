@@ -52,7 +52,7 @@ def test_the_fit_searches_insight_from_zero_on_the_rows_that_debate(tmp_path: An
     assert values_of(team(self_knowledge=0.4, habit=0.2), targets)["insight.a"] == 0.0
     values = {**values_of(team(self_knowledge=0.4), targets), "insight.b": 1.25}
     fitted = population_of(values, targets)
-    assert fitted.version == "v8" and fitted.member("b").insight == 1.25
+    assert fitted.version == "v9" and fitted.member("b").insight == 1.25
     rows = list(targets.fit_rows())
     bench_of = {"ar": "arith"}
     assert [r.label for r in warm._rows_of("insight.b", rows, bench_of)] == ["Full-Debate"]

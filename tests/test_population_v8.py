@@ -1,22 +1,19 @@
 """Population model v8: a member's `echo`, the share of its first answers that repeat its one modal
-answer on the item (`actors.population`, `docs/population.md`), in the engine, in the fit's expected
-accuracy and in the fit's search space."""
+answer on the item (`actors.population`, `docs/population.md`), in the engine and in the fit's
+expected accuracy (the fit's search space is the newest model's: `tests/test_population_v9.py`)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any
 
-from test_calibrate_expected import TARGETS, team
+from test_calibrate_expected import team
 from test_population_v2 import ask, assert_gated, assert_replays, initial, population
 
 from actors.population import PopulationBackend
 from actors.populations import parse
 from data.benchmarks.registry import load_benchmark
-from sweep.calibrate import warm
 from sweep.calibrate.expected import vote_accuracy
-from sweep.calibrate.space import population_of, space, values_of
-from sweep.calibrate.targets import load_targets
 
 
 def _v8(echo: float) -> Any:
@@ -65,20 +62,3 @@ def test_v8_without_echo_replies_as_v7_and_older_files_may_not_set_it() -> None:
     raw = {**population(dynamics__reflect=0.5).content(), "version": "v7"}
     assert_replays(raw, "echo", "v8")
     assert_gated(raw, "echo", "v8", 1.5, "0, 1")
-
-
-def test_the_fit_searches_echo_from_zero_on_every_row_that_seats_the_member(tmp_path: Any) -> None:
-    """The fit searches each member's echo in [0, 1], from 0 on an older file, and scores it on
-    every row that seats the member."""
-    path = tmp_path / "targets.yaml"
-    path.write_text(TARGETS % "0, 1", encoding="utf-8")
-    targets = load_targets(path)
-    dims = space(targets)
-    assert (dims["echo.a"].low, dims["echo.a"].high) == (0.0, 1.0)
-    assert values_of(team(self_knowledge=0.4, habit=0.2), targets)["echo.a"] == 0.0
-    values = {**values_of(team(self_knowledge=0.4), targets), "echo.b": 0.75}
-    fitted = population_of(values, targets)
-    assert fitted.version == "v8" and fitted.member("b").echo == 0.75
-    rows = list(targets.fit_rows())
-    seated = [r.label for r in rows if "b" in r.agents]
-    assert [r.label for r in warm._rows_of("echo.b", rows, {"ar": "arith"})] == seated

@@ -129,7 +129,7 @@ def vote_accuracy(
         usual = u_slip - misconception < habit * (1.0 - misconception)
         slip = np.where(usual, 2 + np.array(habitual)[:, None, :], slip)
     code = np.where(right, 0, np.where(misconceived, 1, slip))
-    echo = np.array([population.member(m).echo for m in seats])
+    echo = np.array([population.member(m).echo_on(dataset) for m in seats])
     if (echo > 0).any():  # v8: at rate `echo` a sample is its member's modal answer on the item
         modal = np.array(
             [

@@ -9,7 +9,8 @@ item feels: with calibration it sets how much n = 2 gains on one sample) and (mo
 (how often its wrong samples repeat one answer of its own: how little its votes gain over one
 sample) and (model v7) its `insight` (what reading peers adds to its competence: how much debate
 gains beyond a vote) and (model v8) its `echo` (how often a first answer repeats its modal answer on
-the item: how much its samples agree beyond their competence); per benchmark: `item_spread` and
+the item: how much its samples agree beyond their competence; from model v9 on each benchmark, as
+its vote may gain nothing on one benchmark and much on another); per benchmark: `item_spread` and
 `misconception`; the dynamics' `persuasion`, `mislead`, `stubbornness`, `reflect`, `context_cost` and
 (model v3) `verify`.
 Not fitted: prices and token figures (the targets give them), the other dynamics. A targets file's
@@ -28,7 +29,7 @@ import optuna
 from optuna.distributions import FloatDistribution
 
 from actors.population import VERSION
-from actors.populations import MEMBER_SINCE, SINCE, Bench, Dynamics, Member, Population
+from actors.populations import MEMBER_SINCE, PER_BENCH, SINCE, Bench, Dynamics, Member, Population
 from sweep.calibrate.targets import Targets
 
 # Wide enough for the fits to reach: v7's PEAR fit left a skill at -3, the old bound, and a vote that
@@ -55,6 +56,13 @@ VERSIONED = {
     "insight": ((0.0, 3.0), 0.0),  # v7: the logit a reader gains from peers' work
     "echo": ((0.0, 1.0), 0.0),  # v8: a first answer repeats the member's modal one on the item
 }
+
+
+def by_benchmark(field: str) -> bool:
+    """Whether the newest model reads a member's `field` once per benchmark (`PER_BENCH`)."""
+    return PER_BENCH.get(field, "v99") <= VERSION
+
+
 NEAR = 0.08  # a fit searches 8 % of each parameter's range either side of its start (a local search)
 DIGITS = 4  # values are rounded: the population file reads well, and what ran is what is written
 
@@ -73,7 +81,9 @@ def space(targets: Targets, around: Mapping[str, float] | None = None) -> dict[s
         out |= {f"skill.{m}.{b}": SKILL for b in benches}
         out |= {f"spread.{m}.{b}": SPREAD for b in benches}
         out[f"calibration.{m}"] = CALIBRATION_RANGE
-        out |= {f"{f}.{m}": bounds for f, (bounds, _) in VERSIONED.items() if MEMBER_SINCE[f] <= VERSION}
+        for f, (bounds, _) in VERSIONED.items():
+            if MEMBER_SINCE[f] <= VERSION:
+                out |= {f"{f}.{m}.{b}": bounds for b in benches} if by_benchmark(f) else {f"{f}.{m}": bounds}
     for b in benches:
         out |= {f"{k}.{b}": bounds for k, bounds in BENCH.items()}
     out |= {f"dynamics.{k}": bounds for k, bounds in DYNAMICS.items()}
@@ -107,11 +117,15 @@ def population_of(values: Mapping[str, float], targets: Targets, description: st
     for m, spec in targets.members.items():
         skill = {b: v[f"skill.{m}.{b}"] for b in benches}
         spread = {b: v[f"spread.{m}.{b}"] for b in benches}
+        versioned: dict[str, Any] = {f: v.get(f"{f}.{m}", getattr(Member, f)) for f in VERSIONED}
+        for f in filter(by_benchmark, VERSIONED):
+            each = {b: v[f"{f}.{m}.{b}"] for b in benches}
+            versioned[f] = {"default": _mean(list(each.values())), **each}
         members[m] = Member(
             skill={"default": _mean(list(skill.values())), **skill},
             spread={"default": _mean(list(spread.values())), **spread},
             calibration=v[f"calibration.{m}"],
-            **{f: v.get(f"{f}.{m}", getattr(Member, f)) for f in VERSIONED},
+            **versioned,
             # Token figures the targets lack keep the model's defaults (`actors.populations.Member`).
             tokens_median=int(spec.get("tokens_median") or Member.tokens_median),
             tokens_q95=int(spec.get("tokens_q95") or max(Member.tokens_q95, spec.get("tokens_median") or 0)),
@@ -146,7 +160,14 @@ def values_of(population: Population, targets: Targets) -> dict[str, float]:
         raw |= {f"spread.{m}.{b}": member.spread_on(b) for b in benchmarks(targets)}
         raw[f"calibration.{m}"] = member.calibration
         for f, (_, start) in VERSIONED.items():
-            raw[f"{f}.{m}"] = getattr(member, f) if population.version >= MEMBER_SINCE[f] else start
+            old = population.version < MEMBER_SINCE[f]
+            if by_benchmark(f):  # one number an older file gives holds on every benchmark
+                raw |= {
+                    f"{f}.{m}.{b}": start if old else getattr(member, f"{f}_on")(b)
+                    for b in benchmarks(targets)
+                }
+            else:
+                raw[f"{f}.{m}"] = start if old else getattr(member, f)
     for b in benchmarks(targets):
         raw |= {f"{k}.{b}": float(getattr(population.bench(b), k)) for k in BENCH}
     return {k: min(max(raw[k], d.low), d.high) for k, d in space(targets).items()}

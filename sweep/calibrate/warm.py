@@ -11,9 +11,15 @@ stall. Off by default: at CPP's size, where every
 such move reruns the debate rows, it makes a pass several times longer, and neither run that used
 it fitted PEAR's rows better (docs/calibration/README.md).
 
+From model v9 on, each pass also moves each member's echo on a benchmark with its skill there
+re-chosen at every point of echo's grid, on the member's rows there that never debate (a profile:
+expected accuracies, cheap). Echo alone lowers a vote toward one sample and leaves one sample where
+it was, so the skill that fits both must rise with it; a one-at-a-time move never gets there.
+
 A parameter is scored on the rows it can move, which keeps each step cheap: a member's skill on a
 benchmark and its spread there on that benchmark's rows that seat the member; its calibration,
-(model v5) self-knowledge, (model v6) habit and (model v8) echo on every row that seats it, and
+(model v5) self-knowledge, (model v6) habit and (model v8) echo on every row that seats it (v9: echo
+on that benchmark's rows that seat it), and
 (model v7) its insight on those of them that debate; a benchmark's item spread and misconception on
 that benchmark's rows; the debate dynamics on the rows that debate (`fixed`).
 Common random numbers (the same seeds and items every time) make each score a deterministic function
@@ -25,7 +31,9 @@ was already run."""
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 
 from actors.populations import Population
 from sweep.calibrate.evaluate import Evaluator, MakeBackend, RowResult, row_method
@@ -42,12 +50,14 @@ PASSES = ((1 / 4, 2), (1 / 8, 1), (1 / 24, 1))
 EDGE_REPEATS = 3
 # A member's fields that move every row seating it (its insight moves only the rows that debate).
 MEMBER_WIDE = ("calibration", "self_knowledge", "habit", "echo")
+# The profiled move re-chooses its follower to within 0.618 ** 10 (0.8 %) of the span it searches.
+GOLDEN_STEPS = 10
 
 
 def _rows_of(name: str, rows: Sequence[Row], bench_of: Mapping[str, str]) -> list[Row]:
     """The fit rows parameter `name` can move (see the module docstring)."""
     kind, _, rest = name.partition(".")
-    if kind in ("skill", "spread"):
+    if kind in ("skill", "spread") or (kind in MEMBER_WIDE and "." in rest):  # (v9: echo) per benchmark
         member, _, bench = rest.partition(".")
         return [r for r in rows if member in r.agents and bench_of[r.dataset] == bench]
     if kind in MEMBER_WIDE:
@@ -67,7 +77,7 @@ def _moves(name: str, row: Row, bench_of: Mapping[str, str], order: Sequence[str
     if kind == "skill":
         seated = member in row.agents or (member in order and bool(set(order) & set(row.agents)))
         return seated and bench_of[row.dataset] == bench
-    if kind == "spread":
+    if kind == "spread" or (kind in MEMBER_WIDE and bench):  # (v9: echo) on one benchmark
         return member in row.agents and bench_of[row.dataset] == bench
     if kind in MEMBER_WIDE:
         return rest in row.agents
@@ -78,10 +88,29 @@ def _moves(name: str, row: Row, bench_of: Mapping[str, str], order: Sequence[str
     return bench_of[row.dataset] == rest  # item_spread / misconception
 
 
-def _pairs(dims: Mapping[str, object]) -> list[tuple[str, str]]:
-    """The parameters moved together: each member's (skill, spread) on each benchmark."""
+def _pairs(dims: Mapping[str, object], other: str = "spread") -> list[tuple[str, str]]:
+    """Each member's (skill, `other`) on each benchmark, where the space has both."""
     skills = [k.partition(".")[2] for k in dims if k.startswith("skill.")]
-    return [(f"skill.{s}", f"spread.{s}") for s in skills if f"spread.{s}" in dims]
+    return [(f"skill.{s}", f"{other}.{s}") for s in skills if f"{other}.{s}" in dims]
+
+
+def _least(f: Callable[[float], float], low: float, high: float, steps: int = GOLDEN_STEPS) -> float:
+    """Where on [low, high] a unimodal `f` is least, to within 0.618 ** steps of the width (a
+    golden-section search: steps + 2 calls of `f`)."""
+    g = (math.sqrt(5) - 1) / 2
+    a, b = low, high
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = f(c), f(d)
+    for _ in range(steps):
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - g * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + g * (b - a)
+            fd = f(d)
+    return c if fc <= fd else d
 
 
 def warm_start(
@@ -139,15 +168,55 @@ def warm_start(
             current[name] = x
         return edged
 
+    def profile(name: str, follower: str, step: float, reach: int) -> int:
+        """Moves `name` over its grid as `move` does, each point with `follower` first re-chosen on the
+        rows among `name`'s that never debate (expected accuracies: cheap), within as many of the
+        pass's steps of its own range as `name`'s grid reaches (a golden-section search, kept only
+        where it beats the current value); returns 1 if `name` stopped at its grid's last point inside
+        its range."""
+        subset = _rows_of(name, rows, bench_of)
+        if not subset:
+            return 0
+        quiet = [r for r in subset if row_method(r, {}).rounds == 0]
+        d, f = dims[name], dims[follower]
+        width, f_width = d.high - d.low, f.high - f.low
+        grid = sorted(
+            {min(d.high, max(d.low, current[name] + i * step * width)) for i in range(-reach, reach + 1)}
+        )
+        f_low = max(f.low, current[follower] - reach * step * f_width)
+        f_high = min(f.high, current[follower] + reach * step * f_width)
+
+        def near(y: float) -> float:  # ties keep the point nearest the current one
+            return abs(y - current[follower]) / f_width
+
+        scored = []
+        for x in grid:
+            trial = {**current, name: x}
+            y = current[follower]
+            if quiet:
+                fits = lambda y, at=trial: evaluate({**at, follower: y}, quiet)  # noqa: E731
+                y = min((_least(fits, f_low, f_high), y), key=lambda y: (fits(y), near(y)))
+            trial[follower] = y
+            scored.append((evaluate(trial, subset), abs(x - current[name]) / width + near(y), x, y))
+        _, _, x, y = min(scored)
+        edged = x != current[name] and x in (grid[0], grid[-1]) and d.low < x < d.high
+        current[name], current[follower] = x, y
+        return int(edged)
+
     order = [k for k in dims if not k.startswith("dynamics.")] + [
         k for k in dims if k.startswith("dynamics.")
     ]
-    pairs = [list(pair) for pair in _pairs(dims)] if joint_moves else []
+    pairs = _pairs(dims) if joint_moves else []
+    # v9: a member's echo on a benchmark moves with its skill there re-chosen to keep its one-sample
+    # and vote rows (echo alone lowers the vote toward one sample, and the skill must rise with it).
+    profiles = [(echo, skill) for skill, echo in _pairs(dims, "echo")]
     for step, reach in PASSES:
-        todo = [([name], reach) for name in order] + [(pair, 1) for pair in pairs]
+        todo: list[Callable[[], int]] = [partial(move, [name], step, reach) for name in order]
+        todo += [partial(move, list(pair), step, 1) for pair in pairs]
+        todo += [partial(profile, echo, skill, step, reach) for echo, skill in profiles]
         for repeat in range(EDGE_REPEATS + 1):
             # A repeat moves on only what stopped at its grid's edge: it goes on in that direction.
-            todo = [(names, r) for names, r in todo if move(names, step, r)]
+            todo = [m for m in todo if m()]
             what = "pass" if repeat == 0 else "repeat"
             note = f"; {len(todo)} moves stopped at their grid's edge" if todo else ""
             say(
