@@ -35,6 +35,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
+from optuna.distributions import FloatDistribution
+
 from actors.populations import Population
 from sweep.calibrate.evaluate import Evaluator, MakeBackend, RowResult, row_method
 from sweep.calibrate.space import DIGITS, population_of, space
@@ -57,8 +59,8 @@ GOLDEN_STEPS = 10
 def _rows_of(name: str, rows: Sequence[Row], bench_of: Mapping[str, str]) -> list[Row]:
     """The fit rows parameter `name` can move (see the module docstring)."""
     kind, _, rest = name.partition(".")
-    if kind in ("skill", "spread") or (kind in MEMBER_WIDE and "." in rest):  # (v9: echo) per benchmark
-        member, _, bench = rest.partition(".")
+    member, _, bench = rest.partition(".")
+    if bench:  # a member's field on one benchmark: skill, spread, (v9) echo
         return [r for r in rows if member in r.agents and bench_of[r.dataset] == bench]
     if kind in MEMBER_WIDE:
         return [r for r in rows if rest in r.agents]
@@ -77,7 +79,7 @@ def _moves(name: str, row: Row, bench_of: Mapping[str, str], order: Sequence[str
     if kind == "skill":
         seated = member in row.agents or (member in order and bool(set(order) & set(row.agents)))
         return seated and bench_of[row.dataset] == bench
-    if kind == "spread" or (kind in MEMBER_WIDE and bench):  # (v9: echo) on one benchmark
+    if bench:  # another member field on one benchmark: spread, (v9) echo
         return member in row.agents and bench_of[row.dataset] == bench
     if kind in MEMBER_WIDE:
         return rest in row.agents
@@ -92,6 +94,16 @@ def _pairs(dims: Mapping[str, object], other: str = "spread") -> list[tuple[str,
     """Each member's (skill, `other`) on each benchmark, where the space has both."""
     skills = [k.partition(".")[2] for k in dims if k.startswith("skill.")]
     return [(f"skill.{s}", f"{other}.{s}") for s in skills if f"{other}.{s}" in dims]
+
+
+def _grid(d: FloatDistribution, at: float, h: float, reach: int) -> list[float]:
+    """`at` and `reach` points either side `h` apart, clipped to `d`'s range."""
+    return sorted({min(d.high, max(d.low, at + i * h)) for i in range(-reach, reach + 1)})
+
+
+def _edged(d: FloatDistribution, at: float, x: float, grid: Sequence[float]) -> bool:
+    """Whether a move from `at` stopped at `x`, its grid's last point inside `d`'s range."""
+    return x != at and x in (grid[0], grid[-1]) and d.low < x < d.high
 
 
 def _least(f: Callable[[float], float], low: float, high: float, steps: int = GOLDEN_STEPS) -> float:
@@ -147,12 +159,7 @@ def warm_start(
         subset = [r for r in rows if r.key in keys]
         if not subset:
             return 0
-        grids = []
-        for name in names:
-            d, h = dims[name], step * (dims[name].high - dims[name].low)
-            grids.append(
-                sorted({min(d.high, max(d.low, current[name] + i * h)) for i in range(-reach, reach + 1)})
-            )
+        grids = [_grid(dims[n], current[n], step * (dims[n].high - dims[n].low), reach) for n in names]
         scored = []
         for point in itertools.product(*grids):
             trial = {**current, **dict(zip(names, point, strict=True))}
@@ -163,8 +170,7 @@ def warm_start(
         best = min(scored)[2]  # ties keep the point nearest the current one
         edged = 0
         for name, x, grid in zip(names, best, grids, strict=True):
-            d = dims[name]
-            edged += x != current[name] and x in (grid[0], grid[-1]) and d.low < x < d.high
+            edged += _edged(dims[name], current[name], x, grid)
             current[name] = x
         return edged
 
@@ -180,9 +186,7 @@ def warm_start(
         quiet = [r for r in subset if row_method(r, {}).rounds == 0]
         d, f = dims[name], dims[follower]
         width, f_width = d.high - d.low, f.high - f.low
-        grid = sorted(
-            {min(d.high, max(d.low, current[name] + i * step * width)) for i in range(-reach, reach + 1)}
-        )
+        grid = _grid(d, current[name], step * width, reach)
         f_low = max(f.low, current[follower] - reach * step * f_width)
         f_high = min(f.high, current[follower] + reach * step * f_width)
 
@@ -199,7 +203,7 @@ def warm_start(
             trial[follower] = y
             scored.append((evaluate(trial, subset), abs(x - current[name]) / width + near(y), x, y))
         _, _, x, y = min(scored)
-        edged = x != current[name] and x in (grid[0], grid[-1]) and d.low < x < d.high
+        edged = _edged(d, current[name], x, grid)
         current[name], current[follower] = x, y
         return int(edged)
 
