@@ -22,6 +22,7 @@ many seeds, so the two cannot drift apart."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -35,29 +36,38 @@ from data.types import Sample
 DRAWS = 500  # per item: the estimate's sd is about 0.2 points on 100 items
 _DISTRACTORS = 4  # as the population model (`actors.population._DISTRACTORS`)
 _SEED = 0x5EED  # one fixed stream: the same draws for every population, so estimates compare
+_TABLES = np.array([CONF_RIGHT, CONF_WRONG, CONF_UNIFORM])  # a confidence's cumulative weights
 
 
-_PROFILES: dict[tuple[str, str, str, int], tuple[tuple[str, ...], tuple[bool, ...]]] = {}
+class _Item(NamedTuple):
+    """An item as the population model sees it (its hints): its answers, gold first, then its
+    distractors, the shared misconception first; which of them the item's grader accepts (a distractor
+    can be an equivalent form of the gold); and each answer's rank in string order (the vote's last
+    tie-break)."""
+
+    hints: Hints
+    answers: tuple[str, ...]
+    accepted: tuple[bool, ...]
+    ranks: tuple[int, ...]
 
 
-def _hints(sample: Sample) -> Hints:
-    return Hints.read(
-        {"kind": sample.kind, "gold": sample.gold, "n_choices": len(sample.choices), "item": sample.id}
-    )
+_ITEMS: dict[tuple[str, str, str, int], _Item] = {}
 
 
-def _profile(sample: Sample) -> tuple[tuple[str, ...], tuple[bool, ...]]:
-    """The item's answers as the population model sees them (its hints), gold first, then its
-    distractors, the shared misconception first; and which of them the item's grader accepts (a
-    distractor can be an equivalent form of the gold). Kept per item: a fit asks thousands of times."""
+def _item(sample: Sample) -> _Item:
+    """The item's `_Item`, kept per item: a fit asks thousands of times."""
     key = (sample.id, sample.gold, sample.kind, len(sample.choices))
-    if key not in _PROFILES:
-        h = _hints(sample)
+    if key not in _ITEMS:
+        h = Hints.read(
+            {"kind": sample.kind, "gold": sample.gold, "n_choices": len(sample.choices), "item": sample.id}
+        )
         assert h.gold is not None
         wrong = item_profile(h.item, h.gold, h.kind, h.n_choices, _DISTRACTORS)[1]
         grader = grader_for(sample)
-        _PROFILES[key] = (h.gold, *wrong), (True, *(grader.grade(w, sample.gold) == "correct" for w in wrong))
-    return _PROFILES[key]
+        answers = (h.gold, *wrong)
+        ok = (True, *(grader.grade(w, sample.gold) == "correct" for w in wrong))
+        _ITEMS[key] = _Item(h, answers, ok, tuple(np.argsort(np.argsort(answers)).tolist()))
+    return _ITEMS[key]
 
 
 def _confidence(
@@ -75,14 +85,14 @@ def _confidence(
     if knows is not None and p is not None:  # drawn after v4's: a v4 population's stream is unchanged
         know = rng.random(right.shape) < knows
         right = np.where(know, right, rng.random(right.shape) < p)
-    out = np.empty(right.shape, dtype=np.int64)
-    for table, where in (
-        (CONF_RIGHT, calibrated & right),
-        (CONF_WRONG, calibrated & ~right),
-        (CONF_UNIFORM, ~calibrated),
-    ):
-        out[where] = np.minimum(5, np.searchsorted(np.asarray(table), u[where] * table[-1], side="right") + 1)
-    return out
+    # Each sample's table (right, wrong, uniform); its confidence is 1 + how many of the table's
+    # cumulative weights lie at or below u scaled to the table's total (`bisect_right`, as the engine).
+    which = np.where(calibrated, np.where(right, 0, 1), 2)
+    x = u * _TABLES[which, -1]
+    out = np.ones(right.shape, dtype=np.int64)
+    for j in range(_TABLES.shape[1]):
+        out += _TABLES[which, j] <= x
+    return np.minimum(out, 5)
 
 
 def vote_accuracy(
@@ -97,23 +107,27 @@ def vote_accuracy(
     if not seats or not samples:
         raise ValueError("vote_accuracy: needs at least one seat and one item")
     rng = np.random.default_rng(_SEED)
-    members = {m: PopulationBackend(model=m, population=population, member=m) for m in dict.fromkeys(seats)}
-    profiles = [_profile(s) for s in samples]
-    width = max(len(answers) for answers, _ in profiles)
+    # Each member's numbers are read once per item and spread over its seats (App D's rows seat one
+    # member up to twelve times).
+    names = list(dict.fromkeys(seats))
+    members = {m: PopulationBackend(model=m, population=population, member=m) for m in names}
+    col = np.array([names.index(m) for m in seats])
+    items = [_item(s) for s in samples]
+    width = max(len(it.answers) for it in items)
     # Per item (rows): each seat's competence, its number of own slips, its answers' string order
     # (the vote's last tie-break; padding ranks last) and which answers the grader accepts.
     p = np.array(
         [
-            [members[m].competence(s.id, a[0], dataset) for m in seats]
-            for s, (a, _) in zip(samples, profiles, strict=True)
+            [members[m].competence(s.id, it.answers[0], dataset) for m in names]
+            for s, it in zip(samples, items, strict=True)
         ]
-    )
-    slips = np.array([len(a) - 2 for a, _ in profiles])[:, None, None]
+    )[:, col]
+    slips = np.array([len(it.answers) - 2 for it in items])[:, None, None]
     lex = np.full((len(samples), width), width)
     accepted = np.zeros((len(samples), width), dtype=bool)
-    for i, (answers, ok) in enumerate(profiles):
-        lex[i, : len(answers)] = np.argsort(np.argsort(answers))
-        accepted[i, : len(ok)] = ok
+    for i, it in enumerate(items):
+        lex[i, : len(it.answers)] = it.ranks
+        accepted[i, : len(it.accepted)] = it.accepted
     shape = (len(samples), draws, len(seats))
     right = rng.random(shape) < p[:, None, :]
     # Answer codes: 0 the gold, 1 the shared misconception, 2 + k the k-th own slip.
@@ -122,21 +136,23 @@ def vote_accuracy(
     slip = 2 + np.floor(rng.random(shape) * np.maximum(slips, 1)).astype(np.int64)
     habit = np.array([population.member(m).habit for m in seats])
     if (habit > 0).any():  # v6: at rate `habit` a member's slip is its habitual one on the item
-        habitual = [
-            [stable_hash("habit", m, s.id) % max(len(a) - 2, 1) for m in seats]
-            for s, (a, _) in zip(samples, profiles, strict=True)
-        ]
+        habitual = np.array(
+            [
+                [stable_hash("habit", m, s.id) % max(len(it.answers) - 2, 1) for m in names]
+                for s, it in zip(samples, items, strict=True)
+            ]
+        )[:, col]
         usual = u_slip - misconception < habit * (1.0 - misconception)
-        slip = np.where(usual, 2 + np.array(habitual)[:, None, :], slip)
+        slip = np.where(usual, 2 + habitual[:, None, :], slip)
     code = np.where(right, 0, np.where(misconceived, 1, slip))
     echo = np.array([population.member(m).echo_on(dataset) for m in seats])
     if (echo > 0).any():  # v8: at rate `echo` a sample is its member's modal answer on the item
         modal = np.array(
             [
-                [a.index(members[m].modal(h, a[1:], dataset)) for m in seats]
-                for h, (a, _) in zip(map(_hints, samples), profiles, strict=True)
+                [it.answers.index(members[m].modal(it.hints, it.answers[1:], dataset)) for m in names]
+                for it in items
             ]
-        )
+        )[:, col]
         code = np.where(rng.random(shape) < echo, modal[:, None, :], code)
         right = code == 0
     calibration = np.array([population.member(m).calibration for m in seats])
@@ -145,11 +161,13 @@ def vote_accuracy(
         conf = _confidence(rng, right, calibration, knows, p[:, None, :])
     else:
         conf = _confidence(rng, right, calibration)
-    score = np.zeros((len(samples), draws, width))
-    for k in range(width):
-        mine = code == k
-        votes, support = mine.sum(axis=2), (conf * mine).sum(axis=2)
-        # Most votes, then most summed confidence (5 x seats < 100), then the smallest answer.
-        score[:, :, k] = votes * 1e6 + support * 1e2 + (width - lex[:, k : k + 1]) * (votes > 0)
+    # Per (item, draw): each answer's votes and summed confidence, counted in one pass over the
+    # samples; the winner has most votes, then most summed confidence (5 x seats < 100), then the
+    # smallest answer.
+    cell = (np.arange(len(samples) * draws).reshape(len(samples), draws, 1) * width + code).ravel()
+    size = len(samples) * draws * width
+    votes = np.bincount(cell, minlength=size).reshape(len(samples), draws, width)
+    support = np.bincount(cell, weights=conf.ravel(), minlength=size).reshape(len(samples), draws, width)
+    score = votes * 1e6 + support * 1e2 + (width - lex[:, None, :]) * (votes > 0)
     winner = score.argmax(axis=2)
     return float(np.take_along_axis(accepted, winner, axis=1).mean())
