@@ -18,7 +18,8 @@ from optuna.trial import TrialState
 
 from actors.populations import Population
 from sweep.calibrate import report
-from sweep.calibrate.evaluate import MakeBackend, RowResult, population_backends
+from sweep.calibrate.backends import population_backends
+from sweep.calibrate.evaluate import MakeBackend, RowResult
 from sweep.calibrate.fit import JOURNAL, STUDY, FitSettings, fit, objective
 from sweep.calibrate.space import population_of, space, values_of
 from sweep.calibrate.targets import load_targets
@@ -406,7 +407,8 @@ def test_a_sharded_evaluation_gives_the_in_process_results(
     """Two worker processes run every other episode; the rows' results are exactly one process's,
     on a population and on v1. Backends that cannot be pickled stay in-process."""
     from sweep.calibrate import workers
-    from sweep.calibrate.evaluate import Evaluator, v1_backends
+    from sweep.calibrate.backends import v1_backends
+    from sweep.calibrate.evaluate import Evaluator
 
     t = load_targets(targets_file)
     rows = list(t.rows[:3]) + [t.rows[3]]  # A, B, Full-Debate, Random
@@ -421,6 +423,37 @@ def test_a_sharded_evaluation_gives_the_in_process_results(
     assert not workers.shardable(lambda m: population_backends(pop)(m), 1000, 2)
     assert workers.shardable(population_backends(pop), 1000, 2)
     assert not workers.shardable(population_backends(pop), 1000, 1)
+
+
+def test_rows_scored_by_expectation_are_scored_once_beside_the_workers(
+    targets_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With `expected`, the rows that never debate are estimated by this process while the workers
+    run the debate rows (building a run's jobs, as each worker does, estimates nothing), and split
+    with a worker when nothing else runs; the results are exactly one process's."""
+    from sweep.calibrate import evaluate, workers
+    from sweep.calibrate.evaluate import Evaluator
+
+    t = load_targets(targets_file)
+    rows = list(t.rows[:4])  # A, B (one seat each), Full-Debate, Random
+    pop = population_of({k: (d.low * 2 + d.high) / 3 for k, d in space(t).items()}, t)
+    monkeypatch.setattr(workers, "MIN_SHARDED", 1)
+    alone = Evaluator(t, (0, 1), 6, expected=True).run(rows, population_backends(pop))
+    split = Evaluator(t, (0, 1), 6, expected=True, workers=2)
+    assert split.run(rows, population_backends(pop)) == alone
+    assert alone["ar/A"].episodes == 0 and alone["ar/Full-Debate"].episodes == 2 * 6
+    assert split.throughput.episodes == 2 * 2 * 6  # the two debate rows' episodes alone
+    # Rows that all score by expectation: about half in a worker, the same results.
+    # (Compared by accuracy: their costs are NaN, and a NaN back from a worker is another object.)
+    halves = split.run(rows[:2], population_backends(pop))
+    assert {k: r.acc for k, r in halves.items()} == {k: alone[k].acc for k in ("ar/A", "ar/B")}
+
+    def no_estimate(*args: object, **kwargs: object) -> float:
+        raise AssertionError("a job list made an estimate")
+
+    monkeypatch.setattr(evaluate, "vote_accuracy", no_estimate)
+    jobs, quiet = split.jobs(rows, population_backends(pop))
+    assert [q.row.label for q in quiet] == ["A", "B"] and len(jobs) == 2 * 2 * 6
 
 
 def test_stopping_the_pool_ends_its_processes_with_work_in_hand() -> None:

@@ -13,7 +13,8 @@ import pytest
 from actors.population import PopulationBackend
 from actors.populations import Population, parse
 from data.benchmarks.registry import load_benchmark
-from sweep.calibrate.evaluate import Evaluator, population_backends
+from sweep.calibrate.backends import population_backends
+from sweep.calibrate.evaluate import Evaluator
 from sweep.calibrate.expected import vote_accuracy
 from sweep.calibrate.space import population_of, space, values_of
 from sweep.calibrate.targets import load_targets

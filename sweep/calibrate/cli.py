@@ -181,8 +181,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _work(job: Job) -> int:
     from sweep.calibrate import report
-    from sweep.calibrate.evaluate import predict
     from sweep.calibrate.fit import fit
+    from sweep.calibrate.predict import predict
     from sweep.store.targets import replace_file, unwritable
 
     targets, settings, population = job.targets, job.settings, job.fixed

@@ -12,7 +12,7 @@ import asyncio
 import math
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
@@ -24,10 +24,10 @@ from data.types import Sample
 from debate.episode import Agent, run_episode
 from debate.methods import Method, build_method
 from sweep import interrupt
-from sweep.calibrate.backends import MakeBackend, population_backends, v1_backends
+from sweep.calibrate.backends import MakeBackend
 from sweep.calibrate.expected import vote_accuracy
 from sweep.calibrate.targets import Row, Targets
-from sweep.calibrate.workers import shardable, sharded
+from sweep.calibrate.workers import estimated, picklable, shardable, sharded
 from sweep.config.errors import ConfigError
 
 Job = tuple[int, int, Method, list[Agent], Sample, str]  # row index, seed, method, team, item, dataset
@@ -47,6 +47,16 @@ class RowResult:
     tokens: float
     cost_pct: float | None
     episodes: int
+
+
+class Quiet(NamedTuple):
+    """A row scored by expectation: the population its seats play, the seats (members, repeats
+    allowed) and the benchmark."""
+
+    row: Row
+    population: Population
+    seats: list[str]
+    dataset: str
 
 
 class Outcome(NamedTuple):
@@ -159,12 +169,22 @@ class Evaluator:
         return interrupt.run(self.arun(rows, make_backend))  # SIGTERM stops it as Ctrl-C does
 
     async def arun(self, rows: Sequence[Row], make_backend: MakeBackend) -> dict[str, RowResult]:
-        jobs, expected = self.jobs(rows, make_backend)
+        jobs, quiet = self.jobs(rows, make_backend)
         start = time.perf_counter()
-        if shardable(make_backend, len(jobs), self.workers):
-            results = await sharded(self, rows, make_backend, len(jobs))
-        else:
-            results = await self.episodes(rows, jobs)
+        if not jobs and len(quiet) > 1 and self.workers > 1 and picklable(make_backend):
+            return await estimated(self, quiet, make_backend)  # half of them in a worker
+        # The episodes (in worker processes when sharded) run while this process scores the rest.
+        sharding = shardable(make_backend, len(jobs), self.workers)
+        running = asyncio.ensure_future(
+            sharded(self, rows, make_backend, len(jobs)) if sharding else self.episodes(rows, jobs)
+        )
+        await asyncio.sleep(0)  # the task starts first: its shards reach the pool
+        try:
+            expected = self.expected_results(quiet)
+        except BaseException:
+            running.cancel()
+            raise
+        results = await running
         self.throughput.episodes += len(jobs)
         self.throughput.seconds += time.perf_counter() - start
         per_row: dict[int, dict[int, list[Outcome]]] = {}
@@ -172,13 +192,12 @@ class Evaluator:
             per_row.setdefault(job[0], {}).setdefault(job[1], []).append(res)
         return summarise(rows, self.targets, per_row) | expected
 
-    def jobs(self, rows: Sequence[Row], make_backend: MakeBackend) -> tuple[list[Job], dict[str, RowResult]]:
-        """The run's episodes, in a fixed order (row, seed, item), and the rows scored on their
-        expected accuracy instead (`expected`)."""
-        members = [m for r in rows for m in (r.agents or self.targets.agents)]
-        agents = self.team(members, make_backend)
+    def jobs(self, rows: Sequence[Row], make_backend: MakeBackend) -> tuple[list[Job], list[Quiet]]:
+        """The run's episodes in a fixed order (row, seed, item), and the rows scored by expectation
+        instead (`expected`); it makes no estimate (each worker calls it)."""
+        agents = self.team([m for r in rows for m in (r.agents or self.targets.agents)], make_backend)
         jobs: list[Job] = []
-        expected: dict[str, RowResult] = {}
+        quiet: list[Quiet] = []
         for i, row in enumerate(rows):
             method = row_method(row, self.checkpoints)
             team = [agents[m] for m in (row.agents or self.targets.agents)]
@@ -186,12 +205,19 @@ class Evaluator:
             population = _population_of(team) if self.expected and method.rounds == 0 else None
             if population is not None:
                 seats = [team[j].model for j in method.seat_indices([a.model for a in team])]
-                acc = 100.0 * vote_accuracy(population, seats, self.samples(row.dataset), name)
-                expected[row.key] = RowResult(row.key, acc, None, math.nan, math.nan, None, 0)
+                quiet.append(Quiet(row, population, seats, name))
                 continue
             for seed in self.seeds:
                 jobs += [(i, seed, method, team, s, name) for s in self.samples(row.dataset)]
-        return jobs, expected
+        return jobs, quiet
+
+    def expected_results(self, quiet: Sequence[Quiet]) -> dict[str, RowResult]:
+        """Each quiet row at its expected accuracy (`sweep.calibrate.expected`)."""
+        out = {}
+        for q in quiet:
+            acc = 100.0 * vote_accuracy(q.population, q.seats, self.samples(q.row.dataset), q.dataset)
+            out[q.row.key] = RowResult(q.row.key, acc, None, math.nan, math.nan, None, 0)
+        return out
 
     async def episodes(self, rows: Sequence[Row], jobs: Sequence[Job]) -> list[Outcome]:
         """Each job's episode, `concurrency` at a time, in job order."""
@@ -243,40 +269,3 @@ def summarise(
         pct = 100.0 * raw[row.key]["cost"] / base["cost"] if base and base["cost"] > 0 else None
         out[row.key] = RowResult(key=row.key, cost_pct=pct, **raw[row.key])
     return out
-
-
-@dataclass(frozen=True)
-class Predictions:
-    """The rows run and those skipped (a checkpoint missing), with the population's results and v1's."""
-
-    rows: list[Row]
-    skipped: list[Row]
-    results: dict[str, RowResult]
-    v1: dict[str, RowResult] | None
-
-
-def predict(
-    targets: Targets,
-    population: Population | None,
-    checkpoints: Mapping[str, str],
-    with_v1: bool,
-    say: Callable[[str], None],
-    split: str | None = None,
-    workers: int = 1,
-) -> Predictions:
-    """Every runnable row (of `split` alone, when given) on `population` (None: on v1 alone) and,
-    `with_v1`, on v1 beside it, with the targets' seeds and every item of each dataset."""
-    rows = [r for r in targets.rows if split is None or r.split == split]
-    run = runnable(rows, checkpoints)
-    skipped = [r for r in rows if r not in run]
-    evaluator = Evaluator(targets, targets.seeds, None, checkpoints=checkpoints, workers=workers)
-    sides = [("v1" if population is None else population.name, population)]
-    if with_v1 and population is not None:
-        sides.append(("v1", None))
-    results = []
-    for name, pop in sides:
-        say(f"predict: {len(run)} rows x {len(targets.seeds)} seeds on {name}")
-        backends = v1_backends(targets) if pop is None else population_backends(pop)
-        results.append(evaluator.run(run, backends))
-        say(f"predict: {name} done ({evaluator.throughput.rate:.0f} episodes/s)")
-    return Predictions(run, skipped, results[0], results[1] if len(results) > 1 else None)

@@ -28,7 +28,8 @@ from optuna.trial import TrialState
 from actors.population import VERSION
 from actors.populations import Population, PopulationError, load, resolve
 from debate.spec import stable_hash
-from sweep.calibrate.evaluate import Evaluator, MakeBackend, RowResult, population_backends, row_method
+from sweep.calibrate.backends import population_backends
+from sweep.calibrate.evaluate import Evaluator, MakeBackend, RowResult, row_method
 from sweep.calibrate.space import population_of, space, start_values, suggest, values_of
 from sweep.calibrate.targets import Row, Targets
 from sweep.calibrate.warm import warm_start

@@ -7,7 +7,8 @@ A shard is described, not shipped: the worker gets the evaluator's settings (`Ev
 no loaded items), keeps one evaluator per setting (datasets loaded once per process), rebuilds the
 run's job list from the rows and the backends' picklable maker (`PopulationBackends`, `V1Backends`),
 and runs every n-th job from its offset. A run whose backends cannot be pickled (a test's lambda), or
-too small to pay for the processes, stays in-process. This module knows the evaluator only by the
+too small to pay for the processes, stays in-process. A run of rows that all score by expectation
+(`Evaluator.expected`) sends about half of them to one worker and scores the rest itself. This module knows the evaluator only by the
 methods it calls (`for_worker`, `jobs`, `episodes`), so it imports none of the calibration's."""
 
 from __future__ import annotations
@@ -27,8 +28,11 @@ _evaluators: dict[tuple[Any, ...], Any] = {}  # in a worker: one evaluator per s
 
 def shardable(make_backend: Callable[[str], Any], episodes: int, workers: int) -> bool:
     """Whether a run of `episodes` with these backends goes to `workers` processes."""
-    if workers < 2 or episodes < MIN_SHARDED:
-        return False
+    return workers >= 2 and episodes >= MIN_SHARDED and picklable(make_backend)
+
+
+def picklable(make_backend: Callable[[str], Any]) -> bool:
+    """Whether these backends can be rebuilt in a worker."""
     try:
         pickle.dumps(make_backend)
     except (pickle.PicklingError, AttributeError, TypeError):
@@ -87,8 +91,8 @@ async def sharded(
     return [shards[j % n][j // n] for j in range(episodes)]
 
 
-def run_shard(setting: Any, rows: list[Any], make_backend: Callable[[str], Any], k: int, n: int) -> list[Any]:
-    """In a worker: the outcomes of jobs k, k + n, k + 2n, ... of the run, in that order."""
+def _evaluator(setting: Any) -> Any:
+    """In a worker: its evaluator for `setting`, kept (datasets load once per process)."""
     t = setting.targets
     key = (
         t.digest,
@@ -98,6 +102,40 @@ def run_shard(setting: Any, rows: list[Any], make_backend: Callable[[str], Any],
         setting.expected,
         tuple(sorted(setting.checkpoints.items())),
     )
-    evaluator = _evaluators.setdefault(key, setting)
+    return _evaluators.setdefault(key, setting)
+
+
+def run_shard(setting: Any, rows: list[Any], make_backend: Callable[[str], Any], k: int, n: int) -> list[Any]:
+    """In a worker: the outcomes of jobs k, k + n, k + 2n, ... of the run, in that order."""
+    evaluator = _evaluator(setting)
     jobs, _ = evaluator.jobs(rows, make_backend)
     return list(asyncio.run(evaluator.episodes(rows, jobs[k::n])))
+
+
+async def estimated(
+    evaluator: Any, quiet: Sequence[Any], make_backend: Callable[[str], Any]
+) -> dict[str, Any]:
+    """The rows of `quiet` (`evaluate.Quiet`) scored by expectation, about half of the work in a worker
+    process while this one does the rest; each row's result is the one this process would give."""
+    sides: tuple[list[Any], list[Any]] = ([], [])
+    load = [0, 0]
+    for q in sorted(quiet, key=lambda q: -len(q.seats) * len(evaluator.samples(q.row.dataset))):
+        side = int(load[1] < load[0])  # the heaviest first, each to the lighter side
+        sides[side].append(q)
+        load[side] += len(q.seats) * len(evaluator.samples(q.row.dataset))
+    mine, theirs = sides
+    loop = asyncio.get_running_loop()
+    setting, rows = evaluator.for_worker(), [q.row for q in theirs]
+    future = loop.run_in_executor(pool(evaluator.workers), run_estimates, setting, rows, make_backend)
+    try:
+        out = evaluator.expected_results(mine)
+        return out | await future
+    except BaseException:  # cancelled (Ctrl-C, SIGTERM) or the worker failed: stop it too
+        stop()
+        raise
+
+
+def run_estimates(setting: Any, rows: list[Any], make_backend: Callable[[str], Any]) -> dict[str, Any]:
+    """In a worker: `rows` scored by expectation."""
+    evaluator = _evaluator(setting)
+    return dict(evaluator.expected_results(evaluator.jobs(rows, make_backend)[1]))
