@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import math
+import re
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -513,6 +514,10 @@ def test_the_coordinate_search_goes_on_while_a_parameter_stops_at_its_grids_edge
 
     far = search()
     assert any("stopped at their grid's edge" in line for line in lines)
+    # Each pass says how many moves it made and how long they took (a first pass can take minutes).
+    n = len(warm.space(t))
+    assert lines[0].startswith(f"start: pass at step 0.250 of each range ({n} moves in ")
+    assert re.search(r"\(\d+ moves in \d+(\.\d)? ?s\)", lines[1]) and lines[1].startswith("start: repeat")
     monkeypatch.setattr(warm, "EDGE_REPEATS", 0)
     assert far >= search() + 0.5
 

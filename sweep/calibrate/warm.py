@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
@@ -41,6 +42,7 @@ from actors.populations import Population
 from sweep.calibrate.evaluate import Evaluator, MakeBackend, RowResult, row_method
 from sweep.calibrate.space import DIGITS, population_of, space
 from sweep.calibrate.targets import Row, Targets
+from sweep.run.progress import duration
 
 # (grid step as a share of the range, steps either side) per pass. The first, coarse pass reaches half
 # a range either side: a parameter new to a model version starts at its neutral end (v6's `habit` at 0)
@@ -220,11 +222,14 @@ def warm_start(
         todo += [partial(profile, echo, skill, step, reach) for echo, skill in profiles]
         for repeat in range(EDGE_REPEATS + 1):
             # A repeat moves on only what stopped at its grid's edge: it goes on in that direction.
+            began, moves = time.monotonic(), len(todo)
             todo = [m for m in todo if m()]
             what = "pass" if repeat == 0 else "repeat"
             note = f"; {len(todo)} moves stopped at their grid's edge" if todo else ""
+            took = f"{moves} moves in {duration(time.monotonic() - began)}"
             say(
-                f"start: {what} at step {step:.3f} of each range, objective {evaluate(current, rows):.4g}{note}"
+                f"start: {what} at step {step:.3f} of each range ({took}), objective "
+                f"{evaluate(current, rows):.4g}{note}"
             )
             if not todo:
                 break
