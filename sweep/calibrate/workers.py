@@ -8,8 +8,9 @@ no loaded items), keeps one evaluator per setting (datasets loaded once per proc
 run's job list from the rows and the backends' picklable maker (`PopulationBackends`, `V1Backends`),
 and runs every n-th job from its offset. A run whose backends cannot be pickled (a test's lambda), or
 too small to pay for the processes, stays in-process. A run of rows that all score by expectation
-(`Evaluator.expected`) sends about half of them to one worker and scores the rest itself. This module knows the evaluator only by the
-methods it calls (`for_worker`, `jobs`, `episodes`), so it imports none of the calibration's."""
+(`Evaluator.expected`) sends about half of them to one worker and scores the rest itself. This module
+knows the evaluator only by what it calls (`for_worker`, `jobs`, `episodes`, `expected_results`,
+`samples`), so it imports none of the calibration's."""
 
 from __future__ import annotations
 
@@ -117,12 +118,16 @@ async def estimated(
 ) -> dict[str, Any]:
     """The rows of `quiet` (`evaluate.Quiet`) scored by expectation, about half of the work in a worker
     process while this one does the rest; each row's result is the one this process would give."""
+
+    def cost(q: Any) -> int:  # seats times items
+        return len(q.seats) * len(evaluator.samples(q.row.dataset))
+
     sides: tuple[list[Any], list[Any]] = ([], [])
     load = [0, 0]
-    for q in sorted(quiet, key=lambda q: -len(q.seats) * len(evaluator.samples(q.row.dataset))):
+    for q in sorted(quiet, key=cost, reverse=True):
         side = int(load[1] < load[0])  # the heaviest first, each to the lighter side
         sides[side].append(q)
-        load[side] += len(q.seats) * len(evaluator.samples(q.row.dataset))
+        load[side] += cost(q)
     mine, theirs = sides
     loop = asyncio.get_running_loop()
     setting, rows = evaluator.for_worker(), [q.row for q in theirs]
