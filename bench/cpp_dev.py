@@ -5,6 +5,12 @@ and seeds. What a protocol then declares is run on the test items by bench/cpp_v
 
     .venv/bin/python bench/cpp_dev.py --name main                         # the training config as is
     .venv/bin/python bench/cpp_dev.py --name local --set reward.beta=0 --set reward.gamma=0
+    .venv/bin/python bench/cpp_dev.py --name adv --adversary 1      # Adv-CPP: agents entry 1 adversarial
+
+With `--adversary N` the base sweep's agents entry N (one seat: `agents.N.adversarial=true`, as the
+cpp bench's Adv-CPP trainings) is adversarial in training and evaluation (Adv-CPP), the
+`never_keep` rule on it runs beside, and the keep probabilities are also given by whose response is
+decided on: whether the policy learned to prune the adversary.
 
 Every row: accuracy (and its difference from Full-Debate), price-weighted cost as a share of
 Full-Debate's, kept responses per episode (of n x n per debate round); then the final policy's keep
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import math
 import sys
 import time
@@ -34,6 +41,7 @@ from data.grading.graders import grader_for  # noqa: E402
 from data.types import Sample  # noqa: E402
 from debate.episode import Agent, run_episode  # noqa: E402
 from debate.methods import Method, build_method  # noqa: E402
+from sweep.config.sweep import ConfigError  # noqa: E402
 from sweep.engines.pool import local_agents  # noqa: E402
 from sweep.train.config import load_train  # noqa: E402
 from sweep.train.pg import train  # noqa: E402
@@ -48,7 +56,8 @@ def evaluate(
     method: Method, team: list[Agent], samples: list[Sample], seeds: Sequence[int], rounds: int, dataset: str
 ) -> tuple[np.ndarray, dict[str, list[float]]]:
     """(episodes, 3): correct, cost, kept responses (nan for a method that decides none), over seeds x
-    samples; and each keep decision's probability by kind (`bench.cpp_credit.kind`)."""
+    samples; and each keep decision's probability by kind (`bench.cpp_credit.kind`) and, under
+    "author: ...", by whether the response's author is adversarial."""
     by_kind: dict[str, list[float]] = defaultdict(list)
 
     async def run() -> list[tuple[float, float, float]]:
@@ -65,6 +74,8 @@ def evaluate(
                             decided, kept = True, kept + int(k)
                             agrees = views[j].answer == views[i].answer
                             by_kind[kind(t, j == i, views[j].confidence, agrees)].append(float(p))
+                            who = "adversary" if team[j].adversarial else "honest"
+                            by_kind[f"author: {who}, {'own' if j == i else 'peer'}"].append(float(p))
                 out.append((float(r.correct), r.cost, float(kept) if decided else math.nan))
         return out
 
@@ -80,11 +91,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--offset", type=int, default=1000, help="first development item of the train split")
     p.add_argument("--items", type=int, default=500)
     p.add_argument("--seeds", type=int, nargs="+", default=[50, 51])
+    p.add_argument("--adversary", type=int, default=None, help="agents entry N adversarial (Adv-CPP)")
     args = p.parse_args(argv)
     out = Path(args.out) / args.name
-    setup = load_train(
-        str(ROOT / args.config), ["tracking.enabled=false", *BASE_SET, *args.set], [], str(out)
-    )
+    base = [] if args.adversary is None else [f"agents.{args.adversary}.adversarial=true"]
+    try:
+        setup = load_train(
+            str(ROOT / args.config), ["tracking.enabled=false", *BASE_SET, *args.set], base, str(out)
+        )
+    except ConfigError as e:
+        p.error(str(e))
+    adversaries = sorted(setup.base.adversaries())
+    if args.adversary is not None and len(adversaries) != 1:
+        p.error(
+            f"--adversary: agents entry {args.adversary} makes {len(adversaries)} adversarial seats; give an entry of one seat"
+        )
     ds = setup.base.datasets[0]
     if ds.split != "train" or (ds.limit or 0) > args.offset:
         p.error(f"--offset: the training reads {ds.split}[:{ds.limit}]; development items must come after it")
@@ -93,11 +114,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     train(setup, agents, console=Console(stderr=True, quiet=True))
     took = time.monotonic() - start
     team = [agents[m] for m in setup.base.team()]
+    team = [dataclasses.replace(a, adversarial=True) if i in adversaries else a for i, a in enumerate(team)]
     samples = load_benchmark(ds.name, "train", limit=args.items, offset=args.offset, seed=ds.seed)
     rows = {
         "Full-Debate": build_method("fixed", {"topology": "clique", **SHARED}),
         "confidence_keep 4/2": build_method("confidence_keep", SHARED),
         "confidence_keep 3/3": build_method("confidence_keep", {**SHARED, "keep_at": 3, "hide_own_at": 3}),
+        **(
+            {}
+            if args.adversary is None
+            else {"never keep the adversary": build_method("never_keep", {**SHARED, "seat": adversaries[0]})}
+        ),
         "CPP (best eval)": build_method(
             "cpp", {**SHARED, "checkpoint": str(out / "checkpoints" / "best.npz")}
         ),

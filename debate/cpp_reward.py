@@ -14,7 +14,8 @@ the round's scale a_t = a * round_scale**(t - 1) (the paper: a = 1.0 in round 1,
     prune: ++ -> a_t        +- -> -2 a_t * prune_flip    -+ -> 2 a_t * prune_flip    -- -> -a_t / (N - 1)
 
 Our reading where the paper is silent: an agent writes one reply per round, after all its decisions,
-so every decision of (t, i) shares that round's before/after pair. Table 1 leaves prune on a flip
+so every decision of (t, i) shares that round's before/after pair — unless `states` gives the agent's
+answer after each decision (`debate.action_states`, the paper's "before and after an action"). Table 1 leaves prune on a flip
 blank; `prune_flip` fills it: 1 (default) credits or blames a flip to whatever the agent decided —
 pruning its own right answer can break it as surely as keeping a wrong one — so keep and prune differ
 only where the answer stayed right (k * a_t against a_t: k is the sparsity knob, as in the paper's
@@ -126,26 +127,39 @@ def kept_matrix(rec: RoundRecord) -> np.ndarray:
     return np.array([[bool(entry[1]) for entry in row] for row in keep], dtype=bool)
 
 
-def action_rewards(trajectory: Sequence[RoundRecord], w: CppReward) -> np.ndarray:
-    """Every action's reward, flat in `index` order; no debate rounds: empty."""
+def action_rewards(
+    trajectory: Sequence[RoundRecord], w: CppReward, states: np.ndarray | None = None
+) -> np.ndarray:
+    """Every action's reward, flat in `index` order; no debate rounds: empty. `states` (debate
+    rounds, n, n), from `debate.action_states`: agent i's correctness after its k-th decision, so
+    action k's pair is (after k - 1, after k) — the round's start for k = 0; without it every
+    decision of (t, i) shares its round's pair (the module docstring)."""
     rounds = list(trajectory[1:])
     if not rounds:
         return np.zeros(0)
     n = len(trajectory[0].answers_after)
+    if states is not None and states.shape != (len(rounds), n, n):
+        raise ValueError(f"reward: states must be ({len(rounds)}, {n}, {n}), got {states.shape}")
     out = np.zeros(len(rounds) * n * n)
     for t, rec in enumerate(rounds, start=1):
         kept = kept_matrix(rec)
         for i in range(n):
             for k in range(n):
-                out[index(t, i, k, n)] = action_reward(
-                    bool(kept[i, k]), rec.correct_before[i], rec.correct_after[i], w.scale(t), n, w
-                )
+                if states is None:
+                    before, after = rec.correct_before[i], rec.correct_after[i]
+                else:
+                    before = rec.correct_before[i] if k == 0 else bool(states[t - 1, i, k - 1])
+                    after = bool(states[t - 1, i, k])
+                out[index(t, i, k, n)] = action_reward(bool(kept[i, k]), before, after, w.scale(t), n, w)
     return out
 
 
-def returns(trajectory: Sequence[RoundRecord], w: CppReward) -> tuple[np.ndarray, np.ndarray]:
-    """(rewards, returns) of every action of the episode, flat in `index` order."""
-    r = action_rewards(trajectory, w)
+def returns(
+    trajectory: Sequence[RoundRecord], w: CppReward, states: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(rewards, returns) of every action of the episode, flat in `index` order (`states`: as
+    `action_rewards`)."""
+    r = action_rewards(trajectory, w, states)
     if r.size == 0:
         return r, r
     n = len(trajectory[0].answers_after)

@@ -35,7 +35,7 @@ from debate.state import DebateState, Turn, next_view
 from debate.trajectory import EpisodeResult, build_trajectory
 from debate.vote import majority_vote
 
-__all__ = ["Agent", "EpisodeResult", "run_episode"]
+__all__ = ["Agent", "EpisodeResult", "respond", "run_episode"]
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ async def run_episode(
         router = bind(sample, grader)
     opening = hook(router, "opening")
     first: Decision | None = opening(state) if opening is not None else None
-    turns = await _respond(
+    turns = await respond(
         initial_calls(sample, n, style), seats, first, sample, grader, 0, seeds, style, dataset
     )
     state = state.advance(tuple(next_view(None, t) for t in turns), tuple(turns), first)
@@ -98,7 +98,7 @@ async def run_episode(
         done: list[Turn] = []
         for phase in method.phases:
             calls = PHASE_CALLS[phase](sample, state, decision, done, style, method.reasoning_chars)
-            done += await _respond(calls, seats, decision, sample, grader, r, seeds, style, dataset)
+            done += await respond(calls, seats, decision, sample, grader, r, seeds, style, dataset)
         answered = {t.agent: t for t in done if t.phase == method.phases[-1]}
         views = tuple(next_view(v, answered[i]) if i in answered else v for i, v in enumerate(state.latest))
         state = state.advance(views, tuple(done), decision)
@@ -127,7 +127,7 @@ async def run_episode(
     )
 
 
-async def _respond(
+async def respond(
     calls: Sequence[Call],
     seats: Sequence[Agent],
     decision: Decision | None,

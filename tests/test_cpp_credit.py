@@ -138,6 +138,34 @@ def test_dev_items_must_come_after_the_training_items(
     assert e.value.code == 2
     assert "--offset: the training reads train[:1000]" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # nothing trained, nothing written
+    with pytest.raises(SystemExit) as e:
+        dev_main(["--name", "x", "--out", str(tmp_path), "--adversary", "3"])
+    assert e.value.code == 2
+    assert "agents.3.adversarial: '3' is not an index of agents; use 0 to 2" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())
+
+
+def test_dev_keep_probabilities_are_told_apart_by_whose_response() -> None:
+    import dataclasses
+
+    from bench.cpp_dev import SHARED, evaluate
+    from data.benchmarks.registry import load_benchmark
+    from debate.methods import build_method
+    from sweep.config.sweep import load_config
+    from sweep.engines.pool import local_agents
+
+    cfg = load_config(str(ROOT / "examples" / "cpp_calibrated.yaml"))
+    agents = local_agents(cfg)
+    team = [agents[m] for m in cfg.team()]
+    team[1] = dataclasses.replace(team[1], adversarial=True)
+    samples = load_benchmark("arith", "train", limit=3, offset=1000, seed=0)
+    res, by_kind = evaluate(build_method("cpp", dict(SHARED)), team, samples, [50], cfg.rounds, "arith")
+    assert res.shape == (3, 3)
+    decided = 3 * cfg.rounds  # items x debate rounds: each reader decides once on each response
+    assert len(by_kind["author: adversary, own"]) == decided
+    assert len(by_kind["author: adversary, peer"]) == 2 * decided  # the two honest readers on it
+    assert len(by_kind["author: honest, own"]) == 2 * decided
+    assert len(by_kind["author: honest, peer"]) == 4 * decided
 
 
 def test_the_rule_grid_marks_its_pareto_front(capsys: pytest.CaptureFixture[str]) -> None:

@@ -196,6 +196,50 @@ def test_returns_of_the_batch_are_the_trajectorys(tmp_path: Path) -> None:
     assert not torch.equal(flipped.returns, batch.returns)  # k reaches the returns
 
 
+def test_action_states_score_the_batch_only_when_asked(tmp_path: Path) -> None:
+    import asyncio
+
+    from debate.action_states import action_correctness
+    from debate.cpp_reward import returns
+    from sweep.train.rollouts import rollout_tasks, run_rollouts, training_items
+
+    plain = load_train(write(tmp_path))
+    setup = load_train(write(tmp_path), ["pg.action_states=true"])
+    # off is the old behaviour: the fingerprints of trainings made before the key stay as they were
+    assert plain.fingerprint() == load_train(write(tmp_path), ["pg.action_states=false"]).fingerprint()
+    assert setup.fingerprint() != plain.fingerprint()
+    agents = agents_for(setup)
+    arch = PruningArch(3, hidden=16)
+    router = pg.CppPolicyRouter(setup.method.router, pg.Pruner(pg.build(arch, 0), "t"), sample=True)  # type: ignore[arg-type]
+    tasks = rollout_tasks(setup, training_items(setup), router, 1, 4, np.random.default_rng(0))  # type: ignore[arg-type]
+    kept: list[int] = []
+    results = asyncio.run(run_rollouts(tasks, agents, 4, kept=kept))
+    assert asyncio.run(pg.action_states(plain, tasks, results, agents)) is None
+    states = asyncio.run(pg.action_states(setup, [tasks[j] for j in kept], results, agents))
+    assert states is not None and len(states) == len(results)
+    for task, res, got in zip([tasks[j] for j in kept], results, states, strict=True):
+        g = task.group
+        team = g.team(agents)
+        want = asyncio.run(
+            action_correctness(g.method, team, task.sample, pg.grader_for(task.sample), g.seed, "arith", res)
+        )
+        assert np.array_equal(got, want)
+    batch = pg.collect(results, setup.rewards, states)
+    want = np.concatenate(
+        [returns(r.trajectory, setup.rewards, s)[1] for r, s in zip(results, states, strict=True)]
+    )
+    np.testing.assert_allclose(batch.returns.numpy(), want, rtol=1e-6)
+    assert not torch.equal(batch.returns, pg.collect(results, setup.rewards).returns)
+    # the training itself: the same first rollouts, scored on each action's own pair
+    a = run(write(tmp_path), "pg.updates=1", f"output_dir={tmp_path / 'a'}").history[0]
+    b = run(write(tmp_path), "pg.updates=1", "pg.action_states=true", f"output_dir={tmp_path / 'b'}").history[
+        0
+    ]
+    assert (
+        a["accuracy"] == b["accuracy"] and a["kept_edges"] == b["kept_edges"] and a["return"] != b["return"]
+    )
+
+
 @pytest.mark.ray
 @pytest.mark.slow
 def test_sweep_train_on_ray_logs_one_mlflow_run_and_sweep_run_evaluates_the_policy(

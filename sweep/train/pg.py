@@ -13,7 +13,8 @@ whose lengths the checkpoint keeps for truncation. Per update u:
 2. draw `episodes_per_update` training items (each with its own episode seed) and run them;
 3. read every action back from the decision records (agent, query and candidate embeddings, kept),
    score it with Table 1 and accumulate its return over appendix A's dependencies
-   (`debate.cpp_reward.returns`, a pure function of the trajectory);
+   (`debate.cpp_reward.returns`, a pure function of the trajectory; with `pg.action_states`, of the
+   states after every action too, which `debate.action_states` measures after the episodes);
 4. the policy step (`sweep.train.pg_update`): by default one gradient step on
    -mean(G * log p(a)) - c_u * mean(H(p))  (with `norm_returns`, G less the batch's mean return of
    the same (round, position) — a baseline, ours: an early action gathers more dependents' rewards
@@ -25,6 +26,7 @@ whose lengths the checkpoint keeps for truncation. Per update u:
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections.abc import Callable, Mapping
@@ -35,12 +37,15 @@ import numpy as np
 import torch
 from rich.console import Console
 
+from data.grading.graders import grader_for
+from debate.action_states import action_correctness
 from debate.cpp_reward import CppReward, kept_matrix, returns
 from debate.episode import Agent
 from debate.policies.fuseglu import Pruner, PruningNet, build, load_weights
 from debate.policies.pruning import PruningArch
 from debate.routers.cpp import CppPolicyRouter, CppRouter
 from debate.trajectory import EpisodeResult
+from sweep.run.plan import EpisodeTask
 from sweep.train import state
 from sweep.train.behaviour import author_tag, behaviour
 from sweep.train.config import TrainSetup
@@ -59,12 +64,34 @@ def stage_k(setup: TrainSetup, update: int) -> float:
     return pg.first_stage_k if update <= pg.first_stage_updates else float(setup.rewards.k)
 
 
-def collect(results: list[EpisodeResult], reward: CppReward) -> Actions:
-    """Every action of finished episodes with its return, and the rollout's metrics."""
+async def action_states(
+    setup: TrainSetup, tasks: list[EpisodeTask], results: list[EpisodeResult], agents: Mapping[str, Agent]
+) -> list[np.ndarray] | None:
+    """Each finished episode's states after every action (`debate.action_states`) when the training
+    asks for them (`pg.action_states`), else None: the round's pair serves every action."""
+    if not setup.section("pg", PGConfig).action_states:
+        return None
+    gate = asyncio.Semaphore(max(1, setup.base.concurrency))
+
+    async def one(task: EpisodeTask, res: EpisodeResult) -> np.ndarray:
+        g = task.group
+        async with gate:
+            return await action_correctness(
+                g.method, g.team(agents), task.sample, grader_for(task.sample), g.seed, g.dataset.name, res
+            )
+
+    return list(await asyncio.gather(*(one(t, r) for t, r in zip(tasks, results, strict=True))))
+
+
+def collect(
+    results: list[EpisodeResult], reward: CppReward, states: list[np.ndarray] | None = None
+) -> Actions:
+    """Every action of finished episodes with its return, and the rollout's metrics (`states`: each
+    episode's states after every action, `action_states`)."""
     agents, queries, cands, kept, rets, probs, slots = [], [], [], [], [], [], []
     totals, own, owners, edges = [], 0, 0, 0
-    for res in results:
-        rewards, g = returns(res.trajectory, reward)
+    for e, res in enumerate(results):
+        rewards, g = returns(res.trajectory, reward, None if states is None else states[e])
         totals.append(float(rewards.sum()))
         rets.append(g)
         for t, rec in enumerate(res.trajectory[1:]):
@@ -159,8 +186,10 @@ async def run(
         router = CppPolicyRouter(params, Pruner(net, f"training-u{update}"), sample=True)
         tasks = rollout_tasks(setup, items, router, update, cfg.episodes_per_update, rng)
         progress.phase_start(f"update {update}/{cfg.updates}: rollouts", len(tasks))
-        results = await run_rollouts(tasks, agents, setup.base.concurrency, progress.on_progress)  # 2.
-        batch = collect(results, dataclasses.replace(setup.rewards, k=k))  # 3.
+        kept: list[int] = []
+        results = await run_rollouts(tasks, agents, setup.base.concurrency, progress.on_progress, kept)  # 2.
+        states = await action_states(setup, [tasks[j] for j in kept], results, agents)
+        batch = collect(results, dataclasses.replace(setup.rewards, k=k), states)  # 3.
         losses = pg_update(net, optimizer, batch, setup, ent_coef, update)  # 4.
         metrics = {
             "update": float(update),
@@ -208,9 +237,10 @@ async def evaluate(
     router = CppPolicyRouter(setup.method.router, Pruner(net, f"eval-u{update}"), sample=False)  # type: ignore[arg-type]
     fixed = np.random.default_rng([setup.seed, 0xE7A1])
     tasks = rollout_tasks(setup, items, router, "eval", setup.cfg.eval_episodes, fixed)
-    got = collect(
-        await run_rollouts(tasks, agents, setup.base.concurrency, on_progress), setup.rewards
-    ).metrics
+    kept: list[int] = []
+    results = await run_rollouts(tasks, agents, setup.base.concurrency, on_progress, kept)
+    states = await action_states(setup, [tasks[j] for j in kept], results, agents)
+    got = collect(results, setup.rewards, states).metrics
     return {
         f"eval.{key}": got[key]
         for key in ("return", "accuracy", "cost_per_task", "tokens_per_task", "kept_edges")

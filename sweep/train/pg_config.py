@@ -29,10 +29,13 @@ class PGConfig(_Strict):
     schedule (the first `first_stage_updates` updates reward keeping an already right answer with
     `first_stage_k`, then `reward.k`). The paper gives no values; ours are the defaults. `clip` > 0
     makes each update `epochs` passes of `minibatches` steps on PPO's clipped surrogate
-    (`sweep.train.pg_update`); 0 is one plain REINFORCE step, as before those keys existed."""
+    (`sweep.train.pg_update`); 0 is one plain REINFORCE step, as before those keys existed.
+    `action_states` scores each action on the agent's answer before and after that action
+    (`debate.action_states`: the agent asked again, at its round's seed, on what it had kept by then)
+    instead of its round's; it costs n - 1 more calls per agent and debate round, in training only."""
 
     # keys added after trainings were stored: a fingerprint leaves each out while it holds this value
-    ADDED: ClassVar[dict[str, Any]] = {"epochs": 1, "minibatches": 1, "clip": 0.0}
+    ADDED: ClassVar[dict[str, Any]] = {"epochs": 1, "minibatches": 1, "clip": 0.0, "action_states": False}
 
     updates: lim.Updates = 60  # <= 1e6
     episodes_per_update: lim.Episodes = 32  # <= 1e5
@@ -47,6 +50,7 @@ class PGConfig(_Strict):
     epochs: lim.Epochs = 1  # passes over each update's actions (<= 1000)
     minibatches: lim.Episodes = 1  # steps per pass, on shuffled equal parts of the actions
     clip: lim.Finite = Field(0.0, ge=0, le=10)  # PPO's ratio clip; 0: plain REINFORCE, one step
+    action_states: lim.StrictBool = False  # each action's own before/after pair (§3.2.1), not its round's
 
     @model_validator(mode="after")
     def _reuse_needs_the_clip(self) -> PGConfig:
