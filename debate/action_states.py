@@ -25,7 +25,7 @@ import numpy as np
 
 from data.types import Grader, Sample
 from debate.decision import Decision
-from debate.episode import Agent, respond
+from debate.episode import Agent, correctness, respond
 from debate.graph import Graph
 from debate.methods import Method
 from debate.phases import update_calls
@@ -103,15 +103,7 @@ async def action_correctness(
     """(debate rounds, n, n) booleans: whether agent i's answer after its k-th keep decision of
     debate round t (index t - 1) is correct. The last position is the episode's own outcome."""
     answers = await action_answers(method, team, sample, seed, dataset, result, grader)
-    verdicts: dict[str, bool] = {}
-
-    def correct(answer: str | None) -> bool:
-        if answer is None:
-            return False
-        if answer not in verdicts:
-            verdicts[answer] = grader.grade(answer, sample.gold) == "correct"
-        return verdicts[answer]
-
+    correct = correctness(grader, sample.gold)
     n = result.state.n
     out = np.zeros((len(answers), n, n), dtype=bool)
     for t, rows in enumerate(answers):

@@ -12,7 +12,7 @@ per-round trajectory (`debate.trajectory`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +35,7 @@ from debate.state import DebateState, Turn, next_view
 from debate.trajectory import EpisodeResult, build_trajectory
 from debate.vote import majority_vote
 
-__all__ = ["Agent", "EpisodeResult", "respond", "run_episode"]
+__all__ = ["Agent", "EpisodeResult", "correctness", "respond", "run_episode"]
 
 
 @dataclass(frozen=True)
@@ -103,15 +103,7 @@ async def run_episode(
         views = tuple(next_view(v, answered[i]) if i in answered else v for i, v in enumerate(state.latest))
         state = state.advance(views, tuple(done), decision)
 
-    graded: dict[str, bool] = {}
-
-    def is_correct(answer: str | None) -> bool:
-        if answer is None:
-            return False
-        if answer not in graded:
-            graded[answer] = grader.grade(answer, sample.gold) == "correct"
-        return graded[answer]
-
+    is_correct = correctness(grader, sample.gold)
     all_turns = [t for rnd in state.turns for t in rnd]
     votes = [majority_vote(state.answers(r), state.confidences(r)) for r in range(state.round)]
     round_correct = [is_correct(a) for a in votes]
@@ -125,6 +117,21 @@ async def run_episode(
         state=state,
         trajectory=build_trajectory(state, votes, is_correct),
     )
+
+
+def correctness(grader: Grader, gold: str) -> Callable[[str | None], bool]:
+    """answer -> whether `grader` finds it correct against `gold` (no answer: wrong), each distinct
+    answer graded once."""
+    graded: dict[str, bool] = {}
+
+    def is_correct(answer: str | None) -> bool:
+        if answer is None:
+            return False
+        if answer not in graded:
+            graded[answer] = grader.grade(answer, gold) == "correct"
+        return graded[answer]
+
+    return is_correct
 
 
 async def respond(
