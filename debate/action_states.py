@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -30,8 +30,26 @@ from debate.graph import Graph
 from debate.methods import Method
 from debate.phases import update_calls
 from debate.spec import SeedStream
-from debate.state import DebateState, next_view
+from debate.state import DebateState, Turn, next_view
 from debate.trajectory import EpisodeResult
+
+
+@dataclass
+class Spend:
+    """What the probes cost (they are not part of any episode): calls, prompt and completion tokens as
+    the engine counted them, and price-weighted cost; one object may add up many episodes' probes."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+    def add(self, turns: Sequence[Turn]) -> None:
+        for t in turns:
+            self.calls += 1
+            self.prompt_tokens += t.prompt_tokens
+            self.completion_tokens += t.completion_tokens
+            self.cost += t.cost
 
 
 def prefix_decision(decision: Decision, agent: int, k: int) -> Decision:
@@ -62,9 +80,11 @@ async def action_answers(
     result: EpisodeResult,
     grader: Grader,
     last: bool = False,
+    spend: Spend | None = None,
 ) -> list[list[list[str | None]]]:
     """answers[t - 1][i][k]: agent i's answer after its k-th keep decision of debate round t, for
-    k < n - 1 (every k with `last`: the last one asks again what the episode's own call answered)."""
+    k < n - 1 (every k with `last`: the last one asks again what the episode's own call answered);
+    the calls' cost is added to `spend`."""
     if tuple(method.phases) != ("update",):
         raise ValueError(f"action states: the method must run the update protocol, not {method.phases}")
     seats = [team[j] for j in method.seat_indices([a.key for a in team])]
@@ -80,6 +100,8 @@ async def action_answers(
         calls = update_calls(sample, prior, decision, [], method.prompt_style, method.reasoning_chars)
         turns = await respond(calls, seats, decision, sample, grader, t, seeds, method.prompt_style, dataset)
         out[t - 1][agent][k] = next_view(prior.latest[agent], turns[0]).answer
+        if spend is not None:
+            spend.add(turns)
 
     jobs = []
     for t in range(1, rounds + 1):
@@ -99,10 +121,12 @@ async def action_correctness(
     seed: int,
     dataset: str,
     result: EpisodeResult,
+    spend: Spend | None = None,
 ) -> np.ndarray:
     """(debate rounds, n, n) booleans: whether agent i's answer after its k-th keep decision of
-    debate round t (index t - 1) is correct. The last position is the episode's own outcome."""
-    answers = await action_answers(method, team, sample, seed, dataset, result, grader)
+    debate round t (index t - 1) is correct. The last position is the episode's own outcome. The
+    probes' cost is added to `spend`."""
+    answers = await action_answers(method, team, sample, seed, dataset, result, grader, spend=spend)
     correct = correctness(grader, sample.gold)
     n = result.state.n
     out = np.zeros((len(answers), n, n), dtype=bool)

@@ -14,7 +14,7 @@ import pytest
 
 from data.benchmarks.registry import load_benchmark
 from data.grading.graders import grader_for
-from debate.action_states import action_answers, action_correctness, prefix_decision
+from debate.action_states import Spend, action_answers, action_correctness, prefix_decision
 from debate.cpp_reward import CppReward, action_rewards, index, kept_matrix, order, returns
 from debate.episode import EpisodeResult, run_episode
 from debate.methods import build_method
@@ -104,7 +104,8 @@ def test_correctness_after_each_action_grades_the_answers() -> None:
     res, method, team, seed = episodes(adversary=True)[3]
     sample = load_benchmark("arith", "train", limit=6, seed=0)[seed]
     grader = grader_for(sample)
-    got = asyncio.run(action_correctness(method, team, sample, grader, seed, "arith", res))  # type: ignore[arg-type]
+    spend = Spend()
+    got = asyncio.run(action_correctness(method, team, sample, grader, seed, "arith", res, spend))  # type: ignore[arg-type]
     answers = asyncio.run(action_answers(method, team, sample, seed, "arith", res, grader))  # type: ignore[arg-type]
     n = res.state.n
     for t in range(len(res.trajectory) - 1):
@@ -112,3 +113,9 @@ def test_correctness_after_each_action_grades_the_answers() -> None:
         for i in range(n):
             want = [a is not None and grader.grade(a, sample.gold) == "correct" for a in answers[t][i]]
             assert list(got[t, i, : n - 1]) == want
+    # the probes' own cost, as the engine counted it: n - 1 calls per agent and debate round
+    assert spend.calls == (len(res.trajectory) - 1) * n * (n - 1)
+    assert spend.prompt_tokens > 0 and spend.completion_tokens > 0 and spend.cost > 0
+    again = Spend()
+    asyncio.run(action_answers(method, team, sample, seed, "arith", res, grader, spend=again))  # type: ignore[arg-type]
+    assert again == spend

@@ -238,6 +238,9 @@ def test_action_states_score_the_batch_only_when_asked(tmp_path: Path) -> None:
     assert (
         a["accuracy"] == b["accuracy"] and a["kept_edges"] == b["kept_edges"] and a["return"] != b["return"]
     )
+    # what the probes cost is logged beside the episodes' own figures, which it does not enter
+    assert "probe_calls_per_task" not in a and b["probe_calls_per_task"] == 2 * 3 * 2  # rounds x n x (n - 1)
+    assert b["probe_tokens_per_task"] > 0 and a["tokens_per_task"] == b["tokens_per_task"]
 
 
 @pytest.mark.ray

@@ -38,7 +38,7 @@ import torch
 from rich.console import Console
 
 from data.grading.graders import grader_for
-from debate.action_states import action_correctness
+from debate.action_states import Spend, action_correctness
 from debate.cpp_reward import CppReward, kept_matrix, returns
 from debate.episode import Agent
 from debate.policies.fuseglu import Pruner, PruningNet, build, load_weights
@@ -65,10 +65,15 @@ def stage_k(setup: TrainSetup, update: int) -> float:
 
 
 async def action_states(
-    setup: TrainSetup, tasks: list[EpisodeTask], results: list[EpisodeResult], agents: Mapping[str, Agent]
+    setup: TrainSetup,
+    tasks: list[EpisodeTask],
+    results: list[EpisodeResult],
+    agents: Mapping[str, Agent],
+    spend: Spend | None = None,
 ) -> list[np.ndarray] | None:
     """Each finished episode's states after every action (`debate.action_states`) when the training
-    asks for them (`pg.action_states`), else None: the round's pair serves every action."""
+    asks for them (`pg.action_states`), else None: the round's pair serves every action. The probes'
+    calls, tokens and cost are added to `spend`."""
     if not setup.section("pg", PGConfig).action_states:
         return None
     gate = asyncio.Semaphore(max(1, setup.base.concurrency))
@@ -77,10 +82,27 @@ async def action_states(
         g = task.group
         async with gate:
             return await action_correctness(
-                g.method, g.team(agents), task.sample, grader_for(task.sample), g.seed, g.dataset.name, res
+                g.method,
+                g.team(agents),
+                task.sample,
+                grader_for(task.sample),
+                g.seed,
+                g.dataset.name,
+                res,
+                spend,
             )
 
     return list(await asyncio.gather(*(one(t, r) for t, r in zip(tasks, results, strict=True))))
+
+
+def probe_metrics(spend: Spend, episodes: int) -> dict[str, float]:
+    """What the action-state probes cost per rollout episode (outside the episodes' own figures)."""
+    n = max(1, episodes)
+    return {
+        "probe_calls_per_task": spend.calls / n,
+        "probe_tokens_per_task": (spend.prompt_tokens + spend.completion_tokens) / n,
+        "probe_cost_per_task": spend.cost / n,
+    }
 
 
 def collect(
@@ -188,13 +210,15 @@ async def run(
         progress.phase_start(f"update {update}/{cfg.updates}: rollouts", len(tasks))
         kept: list[int] = []
         results = await run_rollouts(tasks, agents, setup.base.concurrency, progress.on_progress, kept)  # 2.
-        states = await action_states(setup, [tasks[j] for j in kept], results, agents)
+        spend = Spend()
+        states = await action_states(setup, [tasks[j] for j in kept], results, agents, spend)
         batch = collect(results, dataclasses.replace(setup.rewards, k=k), states)  # 3.
         losses = pg_update(net, optimizer, batch, setup, ent_coef, update)  # 4.
         metrics = {
             "update": float(update),
             "k": k,
             **batch.metrics,
+            **({} if states is None else probe_metrics(spend, len(results))),
             **losses,
             "failures": float(len(tasks) - len(results)),
         }
