@@ -26,7 +26,9 @@ N_TRIALS = 4
 
 
 def study_config(tmp: Path, out: str) -> Path:
-    """Four PEAR trials on a slow simulated team (about a second each), one at a time."""
+    """Four PEAR trials on a slow simulated team (about two seconds each), one at a time. No call
+    cache: with one, every trial after the first replays the first's calls (these trials' graphs are
+    alike) in about 0.1 s, a window the poller below can miss."""
     base = {
         "models": {"sim": {"engine": "simulated", "args": {"latency_s": 0.15}}},
         "agents": [{"model": "sim", "count": 3}],
@@ -35,6 +37,7 @@ def study_config(tmp: Path, out: str) -> Path:
         "rounds": 2,
         "seeds": [0],
         "concurrency": 1,
+        "cache": False,
     }
     (tmp / "base.yaml").write_text(yaml.safe_dump(base))
     space = {"method": "pear", "params": {"alpha_t": {"type": "float", "low": 0.0, "high": 1.0}}}
