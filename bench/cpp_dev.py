@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import math
 import sys
 import time
@@ -43,6 +42,7 @@ from debate.episode import Agent, run_episode  # noqa: E402
 from debate.methods import Method, build_method  # noqa: E402
 from sweep.config.sweep import ConfigError  # noqa: E402
 from sweep.engines.pool import local_agents  # noqa: E402
+from sweep.train.behaviour import seats  # noqa: E402
 from sweep.train.config import load_train  # noqa: E402
 from sweep.train.pg import train  # noqa: E402
 
@@ -113,8 +113,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     start = time.monotonic()
     train(setup, agents, console=Console(stderr=True, quiet=True))
     took = time.monotonic() - start
-    team = [agents[m] for m in setup.base.team()]
-    team = [dataclasses.replace(a, adversarial=True) if i in adversaries else a for i, a in enumerate(team)]
+    team = seats(setup, agents)  # adversarial seats marked, as the training's behaviour step marks them
     samples = load_benchmark(ds.name, "train", limit=args.items, offset=args.offset, seed=ds.seed)
     rows = {
         "Full-Debate": build_method("fixed", {"topology": "clique", **SHARED}),

@@ -94,8 +94,7 @@ async def action_answers(
     out: list[list[list[str | None]]] = [[[None] * positions for _ in range(n)] for _ in range(rounds)]
     seeds = SeedStream(seed, dataset, sample.id)
 
-    async def probe(t: int, made: Decision, agent: int, k: int) -> None:
-        prior = before_round(state, t)
+    async def probe(t: int, prior: DebateState, made: Decision, agent: int, k: int) -> None:
         decision = prefix_decision(made, agent, k)
         calls = update_calls(sample, prior, decision, [], method.prompt_style, method.reasoning_chars)
         turns = await respond(calls, seats, decision, sample, grader, t, seeds, method.prompt_style, dataset)
@@ -108,7 +107,8 @@ async def action_answers(
         made = result.trajectory[t].decision
         if made is None or "keep" not in made.record:
             raise ValueError("action states: every debate round needs CPP's keep decisions")
-        jobs += [probe(t, made, i, k) for i in range(n) for k in range(positions)]
+        prior = before_round(state, t)  # one per round: every probe of the round starts from it
+        jobs += [probe(t, prior, made, i, k) for i in range(n) for k in range(positions)]
     await asyncio.gather(*jobs)
     return out
 

@@ -95,6 +95,19 @@ async def action_states(
     return list(await asyncio.gather(*(one(t, r) for t, r in zip(tasks, results, strict=True))))
 
 
+async def rollouts(
+    setup: TrainSetup,
+    tasks: list[EpisodeTask],
+    agents: Mapping[str, Agent],
+    on_progress: Callable[[Any], None],
+    spend: Spend | None = None,
+) -> tuple[list[EpisodeResult], list[np.ndarray] | None]:
+    """The finished episodes of `tasks`, and their states after every action (`action_states`)."""
+    kept: list[int] = []
+    results = await run_rollouts(tasks, agents, setup.base.concurrency, on_progress, kept)
+    return results, await action_states(setup, [tasks[j] for j in kept], results, agents, spend)
+
+
 def probe_metrics(spend: Spend, episodes: int) -> dict[str, float]:
     """What the action-state probes cost per rollout episode (outside the episodes' own figures)."""
     n = max(1, episodes)
@@ -208,10 +221,8 @@ async def run(
         router = CppPolicyRouter(params, Pruner(net, f"training-u{update}"), sample=True)
         tasks = rollout_tasks(setup, items, router, update, cfg.episodes_per_update, rng)
         progress.phase_start(f"update {update}/{cfg.updates}: rollouts", len(tasks))
-        kept: list[int] = []
-        results = await run_rollouts(tasks, agents, setup.base.concurrency, progress.on_progress, kept)  # 2.
         spend = Spend()
-        states = await action_states(setup, [tasks[j] for j in kept], results, agents, spend)
+        results, states = await rollouts(setup, tasks, agents, progress.on_progress, spend)  # 2.
         batch = collect(results, dataclasses.replace(setup.rewards, k=k), states)  # 3.
         losses = pg_update(net, optimizer, batch, setup, ent_coef, update)  # 4.
         metrics = {
@@ -261,9 +272,7 @@ async def evaluate(
     router = CppPolicyRouter(setup.method.router, Pruner(net, f"eval-u{update}"), sample=False)  # type: ignore[arg-type]
     fixed = np.random.default_rng([setup.seed, 0xE7A1])
     tasks = rollout_tasks(setup, items, router, "eval", setup.cfg.eval_episodes, fixed)
-    kept: list[int] = []
-    results = await run_rollouts(tasks, agents, setup.base.concurrency, on_progress, kept)
-    states = await action_states(setup, [tasks[j] for j in kept], results, agents)
+    results, states = await rollouts(setup, tasks, agents, on_progress)
     got = collect(results, setup.rewards, states).metrics
     return {
         f"eval.{key}": got[key]
