@@ -237,3 +237,29 @@ def test_a_study_name_that_would_place_its_lock_file_elsewhere_is_refused(tmp_pa
     with pytest.raises(ConfigError, match=r"^name: .*give a plain name"):
         load_study(path, sets=[f"name={name}"], out=str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
+
+
+def test_a_study_dir_reads_as_a_study_before_the_base_sweeps_config_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A driver joining at this moment checks the dir's kind: had the base sweep's config come first,
+    # it would read a sweep's results and refuse to join (seen once in a four-driver run).
+    import sweep.run.runner
+    from sweep.store.targets import dir_kind
+    from sweep.study.cli import main
+
+    seen: list[str | None] = []
+
+    def cut_short(cfg: Any, out: Path) -> None:
+        seen.append(dir_kind(out))
+        raise RuntimeError("cut short here")
+
+    monkeypatch.setattr(sweep.run.runner, "write_resolved_config", cut_short)
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="cut short here"):
+        main(["study", str(write_study(tmp_path)), "--out", str(out), "--no-tracking"])
+    assert seen == ["study"] and dir_kind(out) == "study"
+    assert (
+        yaml.safe_load((out / "study.resolved.yaml").read_text())["name"]
+        == load_study(write_study(tmp_path), out=str(out)).cfg.name
+    )

@@ -21,7 +21,7 @@ from sweep.config.flags import add_engine_flags, add_overrides
 from sweep.config.sweep import ConfigError
 from sweep.run.preflight import Unreachable, preflight
 from sweep.store.ownership import DirLock
-from sweep.store.targets import own_dir, unwritable
+from sweep.store.targets import own_dir, replace_file, unwritable
 from sweep.study.config import StudySetup, load_study
 from sweep.tracking.choice import TrackingChoice, choose_tracking, tracker_for
 
@@ -89,6 +89,7 @@ def _run(setup: StudySetup, args: argparse.Namespace) -> int:
             # Before anything is written: the servers answer; the output dir (new, or a study's) is ours.
             preflight(tracking, args.address or setup.base.ray.address)
             locks.append(own_dir(setup.out, "study", setup.fingerprint(), join=args.join))
+            _mark_study(setup)
             for lock in study_locks(setup)[1:]:  # the storage file's, when it lives elsewhere
                 try:
                     lock.acquire(args.join)
@@ -103,6 +104,17 @@ def _run(setup: StudySetup, args: argparse.Namespace) -> int:
     finally:
         for lock in locks:
             lock.release()
+
+
+def _mark_study(setup: StudySetup) -> None:
+    """Write `study.resolved.yaml` whole, before any other file: a driver joining at this moment
+    reads the dir as a study's (`sweep.store.targets.dir_kind`), never as the base sweep's, whose
+    `config.resolved.yaml` the study also writes."""
+    text = yaml.safe_dump(setup.cfg.model_dump(mode="json"), sort_keys=False)
+    try:
+        replace_file(setup.out / "study.resolved.yaml", text.encode("utf-8"))
+    except OSError as e:
+        raise unwritable(setup.out, e, "output_dir") from None
 
 
 def study_locks(setup: StudySetup) -> list[DirLock]:
@@ -125,9 +137,7 @@ def _run_locked(
     from sweep.run.runner import write_resolved_config
 
     interrupt.install()  # cleanup (engines, Ray, the locks) runs on SIGTERM too
-    write_resolved_config(setup.base, setup.out)
-    resolved = yaml.safe_dump(setup.cfg.model_dump(mode="json"), sort_keys=False)
-    (setup.out / "study.resolved.yaml").write_text(resolved, encoding="utf-8")
+    write_resolved_config(setup.base, setup.out)  # after `_mark_study`: the dir already reads as a study's
     runner.tracker = _tracker(setup, tracking, runner)
     status, code = "FINISHED", 0
     try:
