@@ -147,7 +147,9 @@ class Logits(nn.Module):
         super().__init__()
         self.logit = nn.Parameter(torch.tensor(logits))
 
-    def forward(self, agents: torch.Tensor, q: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, agents: torch.Tensor, q: torch.Tensor, r: torch.Tensor, authors: torch.Tensor | None = None
+    ) -> torch.Tensor:
         return self.logit[agents]
 
 

@@ -8,6 +8,11 @@ encoded validation responses of that seat when training starts), q_ij the encode
 and the responses i already kept this round), r_j the encoded candidate response. The encoder itself
 is frozen (not part of the network). W_g, W_u, W_d and w_s have no bias (the paper writes none); w_s
 starts near zero, so the untrained policy keeps each response with probability about 1/2.
+
+With `arch.author_seat` (ours, off by default) the candidate's encoding also carries a trained
+embedding of its author's seat, r_j + a_seat(j), before it is fused: the policy can learn whom to
+keep, as a rule told the seats can. The embeddings start at zero, so an untrained network keeps as
+the one without them does.
 """
 
 from __future__ import annotations
@@ -48,9 +53,18 @@ class PruningNet(nn.Module):
         self.fuse_query = Fuse(arch.dim, arch.hidden)
         self.fuse_response = Fuse(arch.dim, arch.hidden)
         self.w_s = nn.Linear(arch.dim, 1, bias=False)
+        if arch.author_seat:  # zeros, and no draw from the seeded generator: the other weights as without
+            self.author = nn.Parameter(torch.zeros(arch.n_agents, arch.dim))
 
-    def forward(self, agents: torch.Tensor, q: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
-        """Keep logits (B,) for agents (B,) int, queries (B, dim), candidates (B, dim)."""
+    def forward(
+        self, agents: torch.Tensor, q: torch.Tensor, r: torch.Tensor, authors: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Keep logits (B,) for agents (B,) int, queries (B, dim), candidates (B, dim) written by
+        `authors` (B,) int (read only with `arch.author_seat`, and then required)."""
+        if self.arch.author_seat:
+            if authors is None:
+                raise ValueError("cpp policy: author_seat needs each candidate's author seat")
+            r = r + self.author[authors]
         h = self.fuse_response(self.fuse_query(self.behaviour[agents], q), r)
         return self.w_s(h).squeeze(-1)
 
@@ -91,10 +105,14 @@ class Pruner:
     def arch(self) -> PruningArch:
         return self.net.arch
 
-    def probs(self, agents: np.ndarray, q: np.ndarray, r: np.ndarray) -> np.ndarray:
+    def probs(self, agents: np.ndarray, q: np.ndarray, r: np.ndarray, authors: np.ndarray) -> np.ndarray:
+        """Keep probabilities: agent `agents[b]` on candidate `r[b]`, written by seat `authors[b]`."""
         with torch.no_grad():
             logits = self.net(
-                torch.as_tensor(agents, dtype=torch.long), torch.as_tensor(q), torch.as_tensor(r)
+                torch.as_tensor(agents, dtype=torch.long),
+                torch.as_tensor(q),
+                torch.as_tensor(r),
+                torch.as_tensor(authors, dtype=torch.long),
             )
         return torch.sigmoid(logits).numpy().astype(np.float64)
 

@@ -1,9 +1,10 @@
 """What a CPP pruning policy is, without torch: its sizes, the sentence encoder its embeddings come
 from, whether the response texts it reads are headed by their author ("Agent 2": a seat tell the
-paper's main method does not have), the team it was made for (one behaviour embedding per seat), and
-each seat's output lengths on the validation questions its behaviour embeddings were initialised from
-(App. C's truncation reads their quantiles). Config validation, checkpoints and truncation caps read
-this without loading torch.
+paper's main method does not have), whether it also learns an embedding of each candidate's author
+seat (`author_seat`, ours: a seat feature, as RUMAD-G's), the team it was made for (one behaviour
+embedding per seat), and each seat's output lengths on the validation questions its behaviour
+embeddings were initialised from (App. C's truncation reads their quantiles). Config validation,
+checkpoints and truncation caps read this without loading torch.
 """
 
 from __future__ import annotations
@@ -32,15 +33,18 @@ class PruningArch:
     output_lengths: tuple[tuple[int, ...], ...] = ()  # per seat: completion tokens on validation items
     kind: str = field(default=KIND)
     author_tag: bool = True  # responses read as "Agent N\n..." (the policies made before the option)
-    ADDED: ClassVar[dict[str, Any]] = {"author_tag": True}  # a checkpoint's bytes as before the option
+    author_seat: bool = False  # a trained embedding of each candidate's author seat (ours, not the paper's)
+    # a checkpoint's bytes as before each option
+    ADDED: ClassVar[dict[str, Any]] = {"author_tag": True, "author_seat": False}
 
     def __post_init__(self) -> None:
         if self.kind != KIND:
             raise ValueError(f"not a CPP policy (kind {self.kind!r})")
         if self.n_agents < 2 or self.dim < 1 or self.hidden < 1:
             raise ValueError("cpp policy: n_agents must be >= 2, dim and hidden >= 1")
-        if not isinstance(self.author_tag, bool):
-            raise ValueError(f"cpp policy: author_tag must be true or false, got {self.author_tag!r}")
+        for name in ("author_tag", "author_seat"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"cpp policy: {name} must be true or false, got {getattr(self, name)!r}")
         for name in ("seat_models", "output_lengths"):  # own fields, by name
             value = getattr(self, name)
             if value and len(value) != self.n_agents:

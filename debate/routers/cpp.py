@@ -182,7 +182,7 @@ async def decide(
         queries[:, k] = await encoder.embed(
             [query_text(state.question, [texts[j] for j in kept[i]]) for i in range(n)]
         )
-        p = policy.probs(np.arange(n), queries[:, k], responses[cand])
+        p = policy.probs(np.arange(n), queries[:, k], responses[cand], np.asarray(cand))
         for i in range(n):
             take = bool(rng.random() < p[i]) if sample else bool(p[i] >= params.threshold)
             logp += math.log(max(1e-12, p[i] if take else 1.0 - p[i]))

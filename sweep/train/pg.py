@@ -123,7 +123,7 @@ def collect(
 ) -> Actions:
     """Every action of finished episodes with its return, and the rollout's metrics (`states`: each
     episode's states after every action, `action_states`)."""
-    agents, queries, cands, kept, rets, probs, slots = [], [], [], [], [], [], []
+    agents, queries, cands, kept, rets, probs, slots, authors = [], [], [], [], [], [], [], []
     totals, own, owners, edges = [], 0, 0, 0
     for e, res in enumerate(results):
         rewards, g = returns(res.trajectory, reward, None if states is None else states[e])
@@ -139,6 +139,7 @@ def collect(
             cands.append(np.asarray(record["_candidates"]).reshape(n * n, -1))
             kept.append(flags.reshape(-1))
             probs += [entry[2] for row in record["keep"] for entry in row]
+            authors += [entry[0] for row in record["keep"] for entry in row]
             own, owners = own + int(flags[:, 0].sum()), owners + n
             edges += int(flags.sum())
     n_ep, p = max(1, len(results)), np.clip(np.asarray(probs, dtype=np.float64), 1e-9, 1 - 1e-9)
@@ -164,6 +165,7 @@ def collect(
         tn(np.concatenate(rets)).float(),
         tn(np.concatenate(slots)).long(),
         metrics,
+        torch.as_tensor(authors, dtype=torch.long),
     )
 
 
@@ -207,6 +209,7 @@ async def run(
             tuple(setup.base.team()),
             lengths,
             author_tag=author_tag(setup),
+            author_seat=net_cfg.author_seat,
         )
         net = build(arch, cfg.seed, embeddings)
     optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)

@@ -67,13 +67,18 @@ class CppPolicyConfig(_Strict):
     (`auto`: minilm where installed, else hashed — resolved when the config is read); each seat's round-0 replies to
     `behaviour_items` validation questions (the training dataset at `behaviour_split`, from
     `behaviour_offset`; the paper: ~60, 10 suffice) are encoded and averaged; their lengths are the
-    output statistics truncation reads (App. C)."""
+    output statistics truncation reads (App. C). `author_seat` (ours, off by default): the network also
+    learns an embedding of each candidate's author seat (`debate.policies.fuseglu`), a seat feature as
+    RUMAD-G's, where the paper's policy reads only the response."""
+
+    ADDED: ClassVar[dict[str, Any]] = {"author_seat": False}  # fingerprints as before the option
 
     encoder: str = "hashed"
     hidden: lim.Hidden = 256  # <= 65536
     behaviour_items: lim.Items = 10  # <= 10000
     behaviour_split: str = ""  # "": the training dataset's split
     behaviour_offset: lim.Offset = 0  # <= 1e7, as a dataset's offset
+    author_seat: lim.StrictBool = False
 
     @field_validator("encoder")
     @classmethod

@@ -39,6 +39,19 @@ class Actions:
     returns: torch.Tensor
     slots: torch.Tensor  # each action's (round, position) as one index: its baseline's group
     metrics: dict[str, float]
+    authors: torch.Tensor | None = None  # each candidate's author seat (read with `author_seat` only)
+
+    def logits(self, net: PruningNet, idx: torch.Tensor | None = None) -> torch.Tensor:
+        """The network's keep logits on these actions (those at `idx`, when given)."""
+        authors = self.authors
+        if idx is None:
+            return net(self.agents, self.queries, self.candidates, authors)
+        return net(
+            self.agents[idx],
+            self.queries[idx],
+            self.candidates[idx],
+            None if authors is None else authors[idx],
+        )
 
 
 def advantages(batch: Actions, cfg: PGConfig) -> torch.Tensor:
@@ -72,12 +85,12 @@ def pg_update(
     cfg = setup.section("pg", PGConfig)
     g = advantages(batch, cfg)
     if cfg.clip == 0:  # plain REINFORCE: one step, exactly as before the option
-        dist = torch.distributions.Bernoulli(logits=net(batch.agents, batch.queries, batch.candidates))
+        dist = torch.distributions.Bernoulli(logits=batch.logits(net))
         pg_loss = -(g * dist.log_prob(batch.kept)).mean()
         grad = _step(net, optimizer, pg_loss - ent_coef * dist.entropy().mean(), cfg)
         return {"policy_loss": float(pg_loss.detach()), "entropy_coef": ent_coef, "grad_norm": grad}
     with torch.no_grad():
-        old = torch.distributions.Bernoulli(logits=net(batch.agents, batch.queries, batch.candidates))
+        old = torch.distributions.Bernoulli(logits=batch.logits(net))
         old_logp = old.log_prob(batch.kept)
     shuffle = np.random.default_rng([cfg.seed, update, 0x5EED])
     size = len(g)
@@ -85,7 +98,7 @@ def pg_update(
     for _ in range(cfg.epochs):
         for part in np.array_split(shuffle.permutation(size), min(cfg.minibatches, size)):
             idx = torch.from_numpy(part)
-            logits = net(batch.agents[idx], batch.queries[idx], batch.candidates[idx])
+            logits = batch.logits(net, idx)
             dist = torch.distributions.Bernoulli(logits=logits)
             ratio = torch.exp(dist.log_prob(batch.kept[idx]) - old_logp[idx])
             a = g[idx]
@@ -95,9 +108,7 @@ def pg_update(
             losses.append(float(pg_loss.detach()))
             clipped.append(float(((ratio - 1).abs() > cfg.clip).float().mean()))
     with torch.no_grad():
-        new_logp = torch.distributions.Bernoulli(
-            logits=net(batch.agents, batch.queries, batch.candidates)
-        ).log_prob(batch.kept)
+        new_logp = torch.distributions.Bernoulli(logits=batch.logits(net)).log_prob(batch.kept)
         ratio = torch.exp(new_logp - old_logp)
         approx_kl = float(((ratio - 1) - (new_logp - old_logp)).mean())  # CleanRL's low-variance estimator
     return {
