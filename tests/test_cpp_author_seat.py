@@ -44,7 +44,7 @@ def test_an_untrained_network_with_seat_embeddings_keeps_as_the_one_without() ->
         build(PruningArch(3, dim=8, hidden=4, author_seat=True), 7),
     )
     assert torch.equal(plain(agents, q, r), seated(agents, q, r, authors))
-    with pytest.raises(ValueError, match="author_seat needs each candidate's author seat"):
+    with pytest.raises(ValueError, match="author_seat and seat_trust need each candidate's author seat"):
         seated(agents, q, r)
 
 

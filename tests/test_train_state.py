@@ -342,8 +342,9 @@ def test_the_expected_shapes_are_the_networks_own(head: str, seats: int, critic:
     assert shapes.expected(module.arch.to_dict()) == {
         k: tuple(v.shape) for k, v in module.state_dict().items()
     }
-    for author_seat in (False, True):
-        net = build_pruning(PruningArch(3, dim=8, hidden=5, author_seat=author_seat), 0)
+    for author_seat, seat_trust in ((False, False), (True, False), (False, True), (True, True)):
+        arch = PruningArch(3, dim=8, hidden=5, author_seat=author_seat, seat_trust=seat_trust)
+        net = build_pruning(arch, 0)
         assert shapes.expected(net.arch.to_dict()) == {k: tuple(v.shape) for k, v in net.state_dict().items()}
 
 

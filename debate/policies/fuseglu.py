@@ -12,11 +12,15 @@ starts near zero, so the untrained policy keeps each response with probability a
 With `arch.author_seat` (ours, off by default) the candidate's encoding also carries a trained
 embedding of its author's seat, r_j + a_seat(j), before it is fused: the policy can learn whom to
 keep, as a rule told the seats can. The embeddings start at zero, so an untrained network keeps as
-the one without them does.
+the one without them does. With `arch.seat_trust` (ours, off by default) the keep logit also carries
+a trained bias per (reader, author) pair of seats, sqrt(dim) * T[i, j]: a trust matrix, learned
+directly rather than through the fusion blocks, so each reader's trust in each author moves with that
+pair's own gradient. It too starts at zero.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -55,18 +59,27 @@ class PruningNet(nn.Module):
         self.w_s = nn.Linear(arch.dim, 1, bias=False)
         if arch.author_seat:  # zeros, and no draw from the seeded generator: the other weights as without
             self.author = nn.Parameter(torch.zeros(arch.n_agents, arch.dim))
+        if arch.seat_trust:  # zeros, as the seat embeddings
+            self.trust = nn.Parameter(torch.zeros(arch.n_agents, arch.n_agents))
 
     def forward(
         self, agents: torch.Tensor, q: torch.Tensor, r: torch.Tensor, authors: torch.Tensor | None = None
     ) -> torch.Tensor:
         """Keep logits (B,) for agents (B,) int, queries (B, dim), candidates (B, dim) written by
-        `authors` (B,) int (read only with `arch.author_seat`, and then required)."""
+        `authors` (B,) int (read only with `arch.author_seat` or `arch.seat_trust`, and then required)."""
+        seats = self.arch.author_seat or self.arch.seat_trust
+        if seats and authors is None:
+            raise ValueError("cpp policy: author_seat and seat_trust need each candidate's author seat")
         if self.arch.author_seat:
-            if authors is None:
-                raise ValueError("cpp policy: author_seat needs each candidate's author seat")
             r = r + self.author[authors]
         h = self.fuse_response(self.fuse_query(self.behaviour[agents], q), r)
-        return self.w_s(h).squeeze(-1)
+        logits = self.w_s(h).squeeze(-1)
+        if not self.arch.seat_trust:
+            return logits
+        # Scaled by sqrt(dim): an Adam step moves w_s by about lr * sqrt(dim) in norm, and so the logit
+        # through the layer-normed h (norm sqrt(dim)) by about lr * dim; an unscaled bias moves by lr and
+        # could not catch up once a shared keep-everything direction saturates (tests/test_cpp_seat_trust).
+        return logits + math.sqrt(self.arch.dim) * self.trust[agents, authors]
 
 
 def build(arch: PruningArch, seed: int, behaviour: np.ndarray | None = None) -> PruningNet:

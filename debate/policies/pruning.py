@@ -1,7 +1,8 @@
 """What a CPP pruning policy is, without torch: its sizes, the sentence encoder its embeddings come
 from, whether the response texts it reads are headed by their author ("Agent 2": a seat tell the
 paper's main method does not have), whether it also learns an embedding of each candidate's author
-seat (`author_seat`, ours: a seat feature, as RUMAD-G's), the team it was made for (one behaviour
+seat (`author_seat`, ours: a seat feature, as RUMAD-G's) or a keep bias per (reader, author) pair
+(`seat_trust`, ours), the team it was made for (one behaviour
 embedding per seat), and each seat's output lengths on the validation questions its behaviour
 embeddings were initialised from (App. C's truncation reads their quantiles). Config validation,
 checkpoints and truncation caps read this without loading torch.
@@ -34,15 +35,16 @@ class PruningArch:
     kind: str = field(default=KIND)
     author_tag: bool = True  # responses read as "Agent N\n..." (the policies made before the option)
     author_seat: bool = False  # a trained embedding of each candidate's author seat (ours, not the paper's)
+    seat_trust: bool = False  # a trained keep bias per (reader, author) pair of seats (ours)
     # a checkpoint's bytes as before each option
-    ADDED: ClassVar[dict[str, Any]] = {"author_tag": True, "author_seat": False}
+    ADDED: ClassVar[dict[str, Any]] = {"author_tag": True, "author_seat": False, "seat_trust": False}
 
     def __post_init__(self) -> None:
         if self.kind != KIND:
             raise ValueError(f"not a CPP policy (kind {self.kind!r})")
         if self.n_agents < 2 or self.dim < 1 or self.hidden < 1:
             raise ValueError("cpp policy: n_agents must be >= 2, dim and hidden >= 1")
-        for name in ("author_tag", "author_seat"):
+        for name in ("author_tag", "author_seat", "seat_trust"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"cpp policy: {name} must be true or false, got {getattr(self, name)!r}")
         for name in ("seat_models", "output_lengths"):  # own fields, by name

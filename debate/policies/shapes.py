@@ -92,6 +92,7 @@ def _pruning(a: PruningArch) -> dict[str, tuple[int, ...]]:
         "behaviour": (a.n_agents, a.dim),
         **_linear("w_s", a.dim, 1, bias=False),
         **({"author": (a.n_agents, a.dim)} if a.author_seat else {}),
+        **({"trust": (a.n_agents, a.n_agents)} if a.seat_trust else {}),
     }
     for block in ("fuse_query", "fuse_response"):
         for norm in ("norm_x", "norm_y", "norm_out"):

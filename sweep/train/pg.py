@@ -210,6 +210,7 @@ async def run(
             lengths,
             author_tag=author_tag(setup),
             author_seat=net_cfg.author_seat,
+            seat_trust=net_cfg.seat_trust,
         )
         net = build(arch, cfg.seed, embeddings)
     optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)

@@ -69,9 +69,10 @@ class CppPolicyConfig(_Strict):
     `behaviour_offset`; the paper: ~60, 10 suffice) are encoded and averaged; their lengths are the
     output statistics truncation reads (App. C). `author_seat` (ours, off by default): the network also
     learns an embedding of each candidate's author seat (`debate.policies.fuseglu`), a seat feature as
-    RUMAD-G's, where the paper's policy reads only the response."""
+    RUMAD-G's, where the paper's policy reads only the response. `seat_trust` (ours, off by default): it
+    also learns a keep bias per (reader, author) pair of seats, a trust matrix added to the logit."""
 
-    ADDED: ClassVar[dict[str, Any]] = {"author_seat": False}  # fingerprints as before the option
+    ADDED: ClassVar[dict[str, Any]] = {"author_seat": False, "seat_trust": False}  # fingerprints as before
 
     encoder: str = "hashed"
     hidden: lim.Hidden = 256  # <= 65536
@@ -79,6 +80,7 @@ class CppPolicyConfig(_Strict):
     behaviour_split: str = ""  # "": the training dataset's split
     behaviour_offset: lim.Offset = 0  # <= 1e7, as a dataset's offset
     author_seat: lim.StrictBool = False
+    seat_trust: lim.StrictBool = False
 
     @field_validator("encoder")
     @classmethod
