@@ -18,7 +18,8 @@ seed, on the honest team and on the team whose seat 1 (sim-mid) is adversarial:
 
 Reported: accuracy (mean ± std over seeds), price-weighted cost per task and as % of Full-Debate on the
 same items, kept responses per episode (of 18), exact McNemar tests on paired (seed, item) episodes,
-accuracy drops under the adversary, and an accuracy-cost Pareto plot. In-process (asyncio, no Ray, no
+accuracy drops under the adversary, how often CPP's and Adv-CPP's honest readers keep the adversary's
+response and an honest peer's (per seed), and an accuracy-cost Pareto plot. In-process (asyncio, no Ray, no
 MLflow); the trainings are the ones `sweep train` runs (`sweep.train.pg.train`) and resume from their
 checkpoints. Simulated agents: not a claim about LLMs.
 
@@ -76,10 +77,26 @@ class Tally:
     kept: int = 0
     seat_cost: list[float] = dataclasses.field(default_factory=lambda: [0.0, 0.0, 0.0])  # round 0, summed
     seat_right: dict[str, int] = dataclasses.field(default_factory=dict)
+    # an honest reader's decisions on a peer's response, by the author: [kept, decided]
+    peer_keeps: dict[str, list[int]] = dataclasses.field(default_factory=dict)
 
     @property
     def accuracy(self) -> float:
         return sum(self.by_item.values()) / len(self.by_item)
+
+
+def peer_keeps(
+    keep: Sequence[Sequence[Sequence[Any]]], adversarial: Sequence[bool], into: dict[str, list[int]]
+) -> None:
+    """Add one round's keep decisions (reader i's row: (author, kept, p) entries) by honest readers on
+    their peers' responses to `into`, as [kept, decided] under "adversary" or "honest" (the author)."""
+    for reader, row in enumerate(keep):
+        if adversarial[reader]:
+            continue
+        for author, kept, *_ in row:
+            if author != reader:
+                count = into.setdefault("adversary" if adversarial[author] else "honest", [0, 0])
+                count[0], count[1] = count[0] + int(bool(kept)), count[1] + 1
 
 
 async def evaluate(method: Method, team: Sequence[Agent], items: Sequence[Any], seed: int) -> Tally:
@@ -94,6 +111,8 @@ async def evaluate(method: Method, team: Sequence[Agent], items: Sequence[Any], 
             tally.kept += (
                 sum(e[1] for row in keep for e in row) if keep else len(rec.decision.graph.edges) + 3
             )  # type: ignore[union-attr]
+            if keep:
+                peer_keeps(keep, [a.adversarial for a in team], tally.peer_keeps)
         for t in res.turns:
             if t.round == 0 and t.agent < 3:
                 tally.seat_cost[t.agent] += t.cost
@@ -273,6 +292,10 @@ def run_seed(
             )
         for label, method, margs in extra:
             got[label] = ev(build_method(method, margs))  # margs hold the method_args already
+        for label in ("CPP", "Adv-CPP") if name == "adversarial" else ():
+            for author, (kept, decided) in sorted(got[label].peer_keeps.items()):
+                key = f"{name}: {label}, honest readers keep the {'adversary' if author == 'adversary' else 'honest peer'}'s response, share"
+                notes.setdefault(key, []).append(round(kept / max(1, decided), 2))
         out[name] = got
     return out
 

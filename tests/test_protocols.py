@@ -519,6 +519,21 @@ def test_the_cpp_bench_labels_per_seat_truncation_as_the_paper_does() -> None:
         bench.setting("0.5/x")
 
 
+def test_the_cpp_bench_counts_honest_readers_keeps_by_author() -> None:
+    bench = _bench("cpp_vs_full")
+    into: dict[str, list[int]] = {}
+    adversarial = [False, True, False]
+    # reader 0 keeps its own, the adversary's, not seat 2's; reader 1 (adversarial) is not counted;
+    # reader 2 prunes the adversary and keeps seat 0's
+    rows = [
+        [(0, 1, 0.9), (1, 1, 0.8), (2, 0, 0.3)],
+        [(1, 1, 0.5), (0, 1, 0.5), (2, 1, 0.5)],
+        [(2, 0, 0.4), (0, 1, 0.7), (1, 0, 0.1)],
+    ]
+    bench.peer_keeps(rows, adversarial, into)
+    assert into == {"adversary": [1, 2], "honest": [1, 2]}
+
+
 @pytest.mark.parametrize("name", ["cpp-v5-main", "cpp-v5-full-replies", "cpp-v5-du-prompts"])
 def test_the_shipped_cpp_main_protocols_load_and_resolve(tmp_path: Path, name: str) -> None:
     from bench.protocol_bench import check_setup as check
@@ -564,3 +579,5 @@ def test_cpp_bench_end_to_end_under_a_protocol_with_per_seat_truncation(
     assert "| CPP, truncated q85/q95/q95 cost − Full-Debate <= -20.0% |" in table
     assert "adversary: Adv-CPP accuracy − adversary: never keep the adversary" in table
     assert re.search(r"\d of 3 targets pass", table)
+    share = r"adversarial: Adv-CPP, honest readers keep the adversary's response, share per seed: [01]\.\d+"
+    assert re.search(share, printed), printed
