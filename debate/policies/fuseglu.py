@@ -78,7 +78,7 @@ class PruningNet(nn.Module):
             return logits
         # Scaled by sqrt(dim): an Adam step moves w_s by about lr * sqrt(dim) in norm, and so the logit
         # through the layer-normed h (norm sqrt(dim)) by about lr * dim; an unscaled bias moves by lr and
-        # could not catch up once a shared keep-everything direction saturates (tests/test_cpp_seat_trust).
+        # could not catch up once a shared keep-everything direction saturates (tests/test_cpp_seat_features.py).
         return logits + math.sqrt(self.arch.dim) * self.trust[agents, authors]
 
 
