@@ -48,13 +48,14 @@ from rich.console import Console
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from bench import protocol_bench as protocol  # noqa: E402
-from bench.protocol import Protocol, exact_mcnemar  # noqa: E402
+from bench.protocol import RESTART_STRIDE, Protocol, exact_mcnemar  # noqa: E402
 from data.benchmarks.registry import load_benchmark  # noqa: E402
 from data.grading.graders import grader_for  # noqa: E402
 from debate.baselines import Consistency, matched_m, strongest  # noqa: E402
 from debate.episode import Agent, run_episode  # noqa: E402
 from debate.methods import Method, build_method  # noqa: E402
 from debate.routers.cpp import seat_quantiles  # noqa: E402
+from sweep.config.errors import ConfigError  # noqa: E402
 from sweep.engines.pool import local_agents  # noqa: E402
 from sweep.train.config import load_train  # noqa: E402
 from sweep.train.pg import train  # noqa: E402
@@ -209,31 +210,59 @@ def plot(panels: dict[str, dict[str, list[Tally]]], path: Path) -> None:
 
 
 def setup_and_agents(
-    seed: int, updates: int, out: str, sets: list[str], adversarial: bool, proto: Protocol | None = None
+    seed: int,
+    updates: int,
+    out: str,
+    sets: list[str],
+    adversarial: bool,
+    proto: Protocol | None = None,
+    restart: int = 0,
 ) -> tuple[Any, dict[str, Agent]]:
-    """One training's setup (under a protocol: its config, overrides and seed) and its agents."""
+    """One training's setup (under a protocol: its config, overrides and seed; restart r > 0 trains
+    with seed + RESTART_STRIDE r, in its own dir) and its agents."""
     extra = [
         f"overrides=[datasets.0.split=train, datasets.0.limit=1000, 'seeds=[0]', concurrency=64{', agents.1.adversarial=true' if adversarial else ''}]"
     ]
-    tag = "adv" if adversarial else "vanilla"
+    tag = ("adv" if adversarial else "vanilla") + f"-{seed}" + (f"-r{restart}" if restart else "")
+    trained = seed + RESTART_STRIDE * restart
     own: tuple[Path, list[str], list[str]] = (
         CONFIG,
-        [V1_BASE, f"pg.seed={seed}", f"pg.updates={updates}", *extra, *sets],
+        [V1_BASE, f"pg.seed={trained}", f"pg.updates={updates}", *extra, *sets],
         [],
     )
-    config, keys, base = own if proto is None else proto.training(seed)
+    config, keys, base = own if proto is None else proto.training(trained)
     if proto is not None and adversarial:
         base = [*base, "agents.1.adversarial=true"]
-    setup = load_train(config, ["tracking.enabled=false", *keys], base, f"{out}/{tag}-{seed}")
+    setup = load_train(config, ["tracking.enabled=false", *keys], base, f"{out}/{tag}")
     return setup, local_agents(setup.base)
 
 
 def train_seed(
-    seed: int, updates: int, out: str, sets: list[str], adversarial: bool, proto: Protocol | None = None
+    seed: int,
+    updates: int,
+    out: str,
+    sets: list[str],
+    adversarial: bool,
+    proto: Protocol | None = None,
+    restart: int = 0,
 ) -> Any:
     """One training (resumes from its checkpoints); in a worker process."""
-    setup, agents = setup_and_agents(seed, updates, out, sets, adversarial, proto)
+    setup, agents = setup_and_agents(seed, updates, out, sets, adversarial, proto, restart)
     return train(setup, agents, console=Console(stderr=True, quiet=True))
+
+
+def best_eval(outcome: Any) -> float:
+    """A training's best evaluation on training items (eval.return, as its best policy was kept by)."""
+    evals = [h["eval.return"] for h in outcome.history if "eval.return" in h]
+    if not evals:
+        raise ConfigError("adv_restarts: a restart was never evaluated; set eval_every > 0 in train.set")
+    return max(evals)
+
+
+def chosen(outcomes: Sequence[Any]) -> int:
+    """Which of one seed's restarts is tested: the best evaluation on training items (the first on a tie)."""
+    scores = [best_eval(o) for o in outcomes]
+    return scores.index(max(scores))
 
 
 def teams(agents: dict[str, Agent]) -> tuple[list[Agent], list[Agent]]:
@@ -353,10 +382,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     split, shuffle = (proto.test.split, proto.test.shuffle_seed) if proto else ("test", 0)
     items = load_benchmark("arith", split, limit=args.items, seed=shuffle)
     extra = proto.baseline_rows() if proto else []
-    jobs = [(s, args.updates, args.out, args.sets, adv, proto) for adv in (False, True) for s in seeds]
+    restarts = proto.adv_restarts if proto else 1
+    jobs = [(s, args.updates, args.out, args.sets, False, proto, 0) for s in seeds]
+    jobs += [(s, args.updates, args.out, args.sets, True, proto, r) for s in seeds for r in range(restarts)]
     if proto:
         with protocol.one_line():
             setups = [setup_and_agents(*job)[0] for job in jobs]
+            if restarts > 1 and any(s.cfg.eval_every == 0 for s in setups):
+                raise ConfigError(
+                    "adv_restarts: choosing a restart needs evaluations; set eval_every > 0 in train.set"
+                )
             rows = labels(args.truncate, [label for label, _, _ in extra])
             protocol.begin(
                 args.protocol, proto, args.out, setups, items, rows, ("accuracy", "cost"), 2, args.updates
@@ -367,7 +402,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     vanilla, adversarial, notes = [], [], {}
     for i, (seed, test_seed) in enumerate(zip(seeds, test_seeds, strict=True)):
         _, agents = setup_and_agents(seed, args.updates, args.out, args.sets, False, proto)
-        mine, adv = outcomes[i], outcomes[len(seeds) + i]
+        mine, tried = outcomes[i], outcomes[len(seeds) + restarts * i : len(seeds) + restarts * (i + 1)]
+        adv = tried[pick := chosen(tried) if restarts > 1 else 0]
+        if restarts > 1:
+            scores = ", ".join(f"{best_eval(o):+.3f}" for o in tried)
+            notes.setdefault("adversarial: Adv-CPP restart tested (best eval.return of each)", []).append(
+                f"r{pick} ({scores})"
+            )
         policies = (str(mine.best or mine.policy), str(mine.policy), str(adv.best or adv.policy))
         got = run_seed(
             test_seed, policies, items, agents, args.truncate, notes, extra, proto and proto.method_args

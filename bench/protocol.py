@@ -76,6 +76,9 @@ class Target(_Strict):
     alpha: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05
 
 
+RESTART_STRIDE = 1000  # restart r of the training with seed s trains with seed s + RESTART_STRIDE * r
+
+
 class Protocol(_Strict):
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,99}$")]  # the file's name, without .yaml
     learner: Literal["rumad", "cpp"]  # the trained method (a method in sweep.train.trainers.TRAINERS)
@@ -94,9 +97,20 @@ class Protocol(_Strict):
     # arguments every method takes (debate.registry.SHARED_DEFAULTS, e.g. reasoning_chars), given to
     # every method the bench runs; the training must resolve to the same (checked)
     method_args: dict[str, Any] = {}
+    # the cpp bench: Adv-CPP trainings per train seed (restart r trains with seed + 1000 r); the one
+    # whose best evaluation on training items scored highest (eval.return) is the one tested
+    adv_restarts: Annotated[int, Field(ge=1, le=8, strict=True)] = 1
 
     @model_validator(mode="after")
     def _consistent(self) -> Protocol:
+        if self.adv_restarts > 1 and self.learner != "cpp":
+            raise ValueError("adv_restarts: only the cpp bench trains Adv-CPP; remove it")
+        for seed in (s + RESTART_STRIDE * r for s in self.train_seeds for r in range(1, self.adv_restarts)):
+            if seed in self.train_seeds or seed in self.test_seeds:
+                raise ValueError(
+                    f"adv_restarts: restart seed {seed} (a train seed + {RESTART_STRIDE} x restart) is also "
+                    f"a train or test seed; pick seeds below {RESTART_STRIDE}"
+                )
         for seed in sorted(set(self.train_seeds) & set(self.test_seeds)):
             raise ValueError(
                 f"test_seeds: {seed} is in train_seeds too; test seeds never seen in training: "

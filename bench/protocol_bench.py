@@ -141,7 +141,8 @@ def header(path: str | Path, p: Protocol) -> str:
         f"({p.population_digest or 'the engine arguments of the training base sweep'}); trained on {train.dataset} {train.split}[:{train.limit}], train seeds "
         f"{p.train_seeds}; evaluated on {test.dataset} {test.split}[:{test.items}] (shuffle seed "
         f"{test.shuffle_seed}), test seeds {p.test_seeds}"
-        f"{f'; every method with {p.method_args}' if p.method_args else ''}\n"
+        f"{f'; every method with {p.method_args}' if p.method_args else ''}"
+        f"{f'; Adv-CPP the best of {p.adv_restarts} trainings per seed on training items' if p.adv_restarts > 1 else ''}\n"
     )
 
 
