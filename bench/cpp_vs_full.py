@@ -237,17 +237,9 @@ def setup_and_agents(
     return setup, local_agents(setup.base)
 
 
-def train_seed(
-    seed: int,
-    updates: int,
-    out: str,
-    sets: list[str],
-    adversarial: bool,
-    proto: Protocol | None = None,
-    restart: int = 0,
-) -> Any:
-    """One training (resumes from its checkpoints); in a worker process."""
-    setup, agents = setup_and_agents(seed, updates, out, sets, adversarial, proto, restart)
+def train_seed(*job: Any) -> Any:
+    """One training (`setup_and_agents`' arguments; resumes from its checkpoints); in a worker process."""
+    setup, agents = setup_and_agents(*job)
     return train(setup, agents, console=Console(stderr=True, quiet=True))
 
 
