@@ -102,6 +102,7 @@ def peer_keeps(
 
 async def evaluate(method: Method, team: Sequence[Agent], items: Sequence[Any], seed: int) -> Tally:
     tally = Tally()
+    adversarial = [a.adversarial for a in team]
 
     async def one(sample: Any) -> None:
         res = await run_episode(method, team, sample, grader_for(sample), seed, 2, "arith")
@@ -113,7 +114,7 @@ async def evaluate(method: Method, team: Sequence[Agent], items: Sequence[Any], 
                 sum(e[1] for row in keep for e in row) if keep else len(rec.decision.graph.edges) + 3
             )  # type: ignore[union-attr]
             if keep:
-                peer_keeps(keep, [a.adversarial for a in team], tally.peer_keeps)
+                peer_keeps(keep, adversarial, tally.peer_keeps)
         for t in res.turns:
             if t.round == 0 and t.agent < 3:
                 tally.seat_cost[t.agent] += t.cost

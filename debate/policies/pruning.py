@@ -2,10 +2,10 @@
 from, whether the response texts it reads are headed by their author ("Agent 2": a seat tell the
 paper's main method does not have), whether it also learns an embedding of each candidate's author
 seat (`author_seat`, ours: a seat feature, as RUMAD-G's) or a keep bias per (reader, author) pair
-(`seat_trust`, ours), the team it was made for (one behaviour
-embedding per seat), and each seat's output lengths on the validation questions its behaviour
-embeddings were initialised from (App. C's truncation reads their quantiles). Config validation,
-checkpoints and truncation caps read this without loading torch.
+(`seat_trust`, ours), the team it was made for (one behaviour embedding per seat), and each seat's
+output lengths on the validation questions its behaviour embeddings were initialised from (App. C's
+truncation reads their quantiles). Config validation, checkpoints and truncation caps read this
+without loading torch.
 """
 
 from __future__ import annotations

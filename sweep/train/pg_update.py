@@ -39,9 +39,8 @@ class Actions:
     returns: torch.Tensor
     slots: torch.Tensor  # each action's (round, position) as one index: its baseline's group
     metrics: dict[str, float]
-    authors: torch.Tensor | None = (
-        None  # each candidate's author seat (read with `author_seat` or `seat_trust`)
-    )
+    # each candidate's author seat (read with `author_seat` or `seat_trust`)
+    authors: torch.Tensor | None = None
 
     def logits(self, net: PruningNet, idx: torch.Tensor | None = None) -> torch.Tensor:
         """The network's keep logits on these actions (those at `idx`, when given)."""
