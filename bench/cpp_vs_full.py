@@ -27,6 +27,8 @@ checkpoints. Simulated agents: not a claim about LLMs.
     .venv/bin/python bench/cpp_vs_full.py --seeds 2 --updates 10 --items 50   # a quick look
     .venv/bin/python bench/cpp_vs_full.py --protocol bench/protocols/NAME.yaml --out runs/NAME
                                                 # seeds, items, training, targets: bench/protocols/README.md
+    .venv/bin/python bench/cpp_vs_full.py --protocol ... --out runs/NAME --reuse runs/EARLIER
+                                                # an earlier run's trainings where fingerprints match
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from rich.console import Console
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from bench import protocol_bench as protocol  # noqa: E402
+from bench.cpp_restarts import best_eval, chosen, most_accurate, reuse  # noqa: E402
 from bench.protocol import RESTART_STRIDE, Protocol, exact_mcnemar  # noqa: E402
 from data.benchmarks.registry import load_benchmark  # noqa: E402
 from data.grading.graders import grader_for  # noqa: E402
@@ -244,18 +247,12 @@ def train_seed(*job: Any) -> Any:
     return train(setup, agents, console=Console(stderr=True, quiet=True))
 
 
-def best_eval(outcome: Any) -> float:
-    """A training's best evaluation on training items (eval.return, as its best policy was kept by)."""
-    evals = [h["eval.return"] for h in outcome.history if "eval.return" in h]
-    if not evals:
-        raise ConfigError("adv_restarts: a restart was never evaluated; set eval_every > 0 in train.set")
-    return max(evals)
-
-
-def chosen(outcomes: Sequence[Any]) -> int:
-    """Which of one seed's restarts is tested: the best evaluation on training items (the first on a tie)."""
-    scores = [best_eval(o) for o in outcomes]
-    return scores.index(max(scores))
+def accuracy_on(
+    policy: str, team: list[Agent], items: Sequence[Any], seeds: Sequence[int], shared: Mapping[str, Any]
+) -> float:
+    """A CPP policy's mean accuracy over `seeds` on `items` (the restarts' choice, under `adv_choice`)."""
+    method = build_method("cpp", {**shared, "checkpoint": policy})
+    return statistics.mean(asyncio.run(evaluate(method, team, items, s)).accuracy for s in seeds)
 
 
 def teams(agents: dict[str, Agent]) -> tuple[list[Agent], list[Agent]]:
@@ -363,6 +360,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--jobs", type=int, default=2, help="trainings in parallel processes")
     parser.add_argument("--protocol", help="a pre-registered protocol (bench/protocols/README.md)")
+    parser.add_argument(
+        "--reuse",
+        help="an earlier run's --out: its training dirs stand in for the same trainings (fingerprint checked on resume)",
+    )
     args = parser.parse_args(argv)
     args.png = args.png or str(Path(args.out) / "pareto.png")
     start = time.perf_counter()
@@ -378,17 +379,30 @@ def main(argv: Sequence[str] | None = None) -> None:
     restarts = proto.adv_restarts if proto else 1
     jobs = [(s, args.updates, args.out, args.sets, False, proto, 0) for s in seeds]
     jobs += [(s, args.updates, args.out, args.sets, True, proto, r) for s in seeds for r in range(restarts)]
+    choice = proto.adv_choice if proto else None
+    on = (
+        load_benchmark(choice.dataset, choice.split, choice.items, choice.offset, choice.shuffle_seed)
+        if choice
+        else []
+    )
     if proto:
         with protocol.one_line():
             setups = [setup_and_agents(*job)[0] for job in jobs]
-            if restarts > 1 and any(s.cfg.eval_every == 0 for s in setups):
+            if restarts > 1 and choice is None and any(s.cfg.eval_every == 0 for s in setups):
                 raise ConfigError(
                     "adv_restarts: choosing a restart needs evaluations; set eval_every > 0 in train.set"
                 )
+            if choice is not None and choice.dataset != "arith":
+                raise ConfigError(
+                    f"adv_choice.dataset: this bench evaluates on arith, not '{choice.dataset}'"
+                )
             rows = labels(args.truncate, [label for label, _, _ in extra])
-            protocol.begin(
-                args.protocol, proto, args.out, setups, items, rows, ("accuracy", "cost"), 2, args.updates
-            )
+            protocol.begin(args.protocol, proto, args.out, setups, items, rows, ("accuracy", "cost"), 2,
+                           args.updates, on)  # fmt: skip
+    if args.reuse:
+        with protocol.one_line():
+            tags = [Path(setup_and_agents(*job)[0].out).name for job in jobs]
+            args.reused = f"{len(reuse(args.reuse, args.out, tags))} of {len(jobs)}"
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         outcomes = list(pool.map(train_seed, *zip(*jobs, strict=True)))
     print(f"trained {len(jobs)} policies ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
@@ -396,12 +410,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     for i, (seed, test_seed) in enumerate(zip(seeds, test_seeds, strict=True)):
         _, agents = setup_and_agents(seed, args.updates, args.out, args.sets, False, proto)
         mine, tried = outcomes[i], outcomes[len(seeds) + restarts * i : len(seeds) + restarts * (i + 1)]
-        adv = tried[pick := chosen(tried) if restarts > 1 else 0]
-        if restarts > 1:
+        if restarts > 1 and choice is not None:
+            team, shared = teams(agents)[1], proto.method_args if proto else {}
+            pick, acc = most_accurate(
+                tried, lambda path, t=team, m=shared, ss=choice.seeds: accuracy_on(path, t, on, ss, m)
+            )
+            notes.setdefault("adversarial: Adv-CPP restart tested (accuracy of each on the choice items)", []).append(
+                f"r{pick} ({', '.join(f'{a:.3f}' for a in acc)})"
+            )  # fmt: skip
+        elif restarts > 1:
+            pick = chosen(tried)
             scores = ", ".join(f"{best_eval(o):+.3f}" for o in tried)
             notes.setdefault("adversarial: Adv-CPP restart tested (best eval.return of each)", []).append(
                 f"r{pick} ({scores})"
             )
+        adv = tried[pick if restarts > 1 else 0]
         policies = (str(mine.best or mine.policy), str(mine.policy), str(adv.best or adv.policy))
         got = run_seed(
             test_seed, policies, items, agents, args.truncate, notes, extra, proto and proto.method_args
@@ -450,6 +473,10 @@ def report(
     print(f"- accuracy drop under the adversary, CPP (honest) -> Adv-CPP (adversarial): {drop:+.3f}")
     for key, values in notes.items():
         print(f"- {key} per seed: {', '.join(str(v) for v in values)}")
+    if getattr(args, "reuse", None):
+        print(
+            f"- trainings taken from {args.reuse} (each resumed from its checkpoints, its fingerprint checked): {args.reused}"
+        )
     if proto:
         rows = {**vanilla, **{f"adversary: {label}": v for label, v in adversarial.items()}}
         with protocol.one_line():

@@ -59,6 +59,19 @@ class Test(_Strict):
     shuffle_seed: Seed = 0
 
 
+class Choice(_Strict):
+    """The items and seeds the cpp bench chooses among Adv-CPP's restarts on: each restart's policy runs
+    them under the adversary and the most accurate is tested. Never test items, never training items
+    (the bench compares item ids with the trainings' before anything is written)."""
+
+    dataset: Label
+    split: Label
+    offset: Annotated[int, Field(ge=0, strict=True)] = 0  # after the shuffle
+    items: Annotated[int, Field(ge=1, le=100_000, strict=True)]
+    shuffle_seed: Seed | None = None  # the training's own shuffle seed puts `offset` past its items
+    seeds: Annotated[list[Seed], Field(min_length=1)]
+
+
 class Baseline(_Strict):
     label: Label  # the row's name in the report and in targets
     method: Label
@@ -100,6 +113,8 @@ class Protocol(_Strict):
     # the cpp bench: Adv-CPP trainings per train seed (restart r trains with seed + 1000 r); the one
     # whose best evaluation on training items scored highest (eval.return) is the one tested
     adv_restarts: Annotated[int, Field(ge=1, le=8, strict=True)] = 1
+    # with it, the restart chosen is the most accurate on these items instead (bench/protocols/README.md)
+    adv_choice: Choice | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Protocol:
@@ -111,6 +126,8 @@ class Protocol(_Strict):
                     f"adv_restarts: restart seed {seed} (a train seed + {RESTART_STRIDE} x restart) is also "
                     f"a train or test seed; pick seeds below {RESTART_STRIDE}"
                 )
+        if self.adv_choice is not None:
+            self._check_choice(self.adv_choice)
         for seed in sorted(set(self.train_seeds) & set(self.test_seeds)):
             raise ValueError(
                 f"test_seeds: {seed} is in train_seeds too; test seeds never seen in training: "
@@ -171,6 +188,20 @@ class Protocol(_Strict):
                 )
         return self
 
+    def _check_choice(self, c: Choice) -> None:
+        if self.adv_restarts < 2:
+            raise ValueError("adv_choice: nothing to choose between; set adv_restarts >= 2 or remove it")
+        if (c.dataset, c.split) == (self.test.dataset, self.test.split):
+            raise ValueError(
+                f"adv_choice.split: '{c.split}' is the test items' split; choose on items the test never holds"
+            )
+        for seed in (s for s in c.seeds if s in self.test_seeds):
+            raise ValueError(
+                f"adv_choice.seeds: {seed} is a test seed; choose under seeds the test never uses"
+            )
+        for seed in (s for i, s in enumerate(c.seeds) if s in c.seeds[:i]):
+            raise ValueError(f"adv_choice.seeds: seed {seed} appears twice; list each seed once")
+
     def training(self, seed: int) -> tuple[Path, list[str], list[str]]:
         """`load_train`'s config, training keys and base-sweep overrides for the training `seed`."""
         sets = [f"{TRAINERS[self.learner].name}.seed={seed}", *self.train.set]
@@ -184,7 +215,9 @@ class Protocol(_Strict):
         return [(b.label, b.method, self.args(b.args)) for b in self.baselines]
 
 
-SECTIONS: dict[str, type[BaseModel]] = dict(train=Train, test=Test, baselines=Baseline, targets=Target)
+SECTIONS: dict[str, type[BaseModel]] = dict(
+    train=Train, test=Test, baselines=Baseline, targets=Target, adv_choice=Choice
+)
 
 
 def _line(e: ValidationError) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 import actors.populations as populations
 from bench.protocol import Protocol, claim, load_protocol, protocol_hash, shown, targets_table
 from common.names import closest
+from data.benchmarks.registry import load_benchmark
 from debate.spec import stable_hash
 from sweep.config.errors import ConfigError
 from sweep.train.config import TrainSetup
@@ -118,19 +119,35 @@ def check_rows(p: Protocol, rows: Sequence[str], metrics: Sequence[str]) -> None
             )
 
 
-def pins(setups: Sequence[TrainSetup], items: Sequence[Any]) -> dict[str, str]:
-    """Digests of what a protocol resolves to: every training (fingerprint, updates), the test items."""
+def pins(setups: Sequence[TrainSetup], items: Sequence[Any], choice: Sequence[Any] = ()) -> dict[str, str]:
+    """Digests of what a protocol resolves to: every training (fingerprint, updates), the test items
+    and, where it has them, the items Adv-CPP's restarts are chosen on."""
     trainings = [[s.fingerprint(), s.updates] for s in setups]
-    return {"training": stable_hash(trainings), "test_items": stable_hash([str(i.id) for i in items])}
+    got = {"training": stable_hash(trainings), "test_items": stable_hash([str(i.id) for i in items])}
+    return got | ({"choice_items": stable_hash([str(i.id) for i in choice])} if choice else {})
+
+
+def check_choice(setups: Sequence[TrainSetup], choice: Sequence[Any]) -> None:
+    """No item Adv-CPP's restarts are chosen on is one a training draws its episodes from."""
+    for setup in setups:
+        d = setup.base.datasets[0]
+        trained = {str(i.id) for i in load_benchmark(d.name, d.split, d.limit, d.offset, d.seed, d.path)}
+        for item in (i for i in choice if str(i.id) in trained):
+            raise ConfigError(
+                f"adv_choice: item {item.id} is one the training draws from; give an offset past its items"
+            )
 
 
 def begin(path: str | Path, p: Protocol, out: str | Path, setups: Sequence[TrainSetup], items: Sequence[Any],
-          rows: Sequence[str], metrics: Sequence[str], rounds: int, updates: int | None) -> None:  # fmt: skip
-    """Before training: each training checked against the protocol, each target's rows, the ledger claimed."""
+          rows: Sequence[str], metrics: Sequence[str], rounds: int, updates: int | None,
+          choice: Sequence[Any] = ()) -> None:  # fmt: skip
+    """Before training: each training checked against the protocol, each target's rows, the items
+    restarts are chosen on (`choice`) against the trainings', the ledger claimed."""
     for setup in setups:
         check_setup(p, setup, rounds, updates)
     check_rows(p, rows, metrics)
-    claim(out, path, pins(setups, items))
+    check_choice(setups, choice)
+    claim(out, path, pins(setups, items, choice))
 
 
 def header(path: str | Path, p: Protocol) -> str:
@@ -142,8 +159,17 @@ def header(path: str | Path, p: Protocol) -> str:
         f"{p.train_seeds}; evaluated on {test.dataset} {test.split}[:{test.items}] (shuffle seed "
         f"{test.shuffle_seed}), test seeds {p.test_seeds}"
         f"{f'; every method with {p.method_args}' if p.method_args else ''}"
-        f"{f'; Adv-CPP the best of {p.adv_restarts} trainings per seed on training items' if p.adv_restarts > 1 else ''}\n"
+        f"{f'; Adv-CPP the best of {p.adv_restarts} trainings per seed {chosen_on(p)}' if p.adv_restarts > 1 else ''}\n"
     )
+
+
+def chosen_on(p: Protocol) -> str:
+    """How the protocol chooses among Adv-CPP's restarts, in words."""
+    c = p.adv_choice
+    if c is None:
+        return "on training items"
+    shuffled = "" if c.shuffle_seed is None else f" (shuffle seed {c.shuffle_seed})"
+    return f"by accuracy under the adversary on {c.dataset} {c.split}[{c.offset}:{c.offset + c.items}]{shuffled}, seeds {c.seeds}"
 
 
 def report(path: str | Path, p: Protocol, out: str | Path, rows: Mapping[str, Sequence[Any]]) -> str:

@@ -13,7 +13,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -31,7 +31,7 @@ from bench.protocol import (  # noqa: E402
     protocol_hash,
     targets_table,
 )
-from bench.protocol_bench import check_rows, check_setup, from_flags, header, report  # noqa: E402
+from bench.protocol_bench import check_rows, check_setup, from_flags, report  # noqa: E402
 from sweep.config.errors import ConfigError  # noqa: E402
 from sweep.train.config import load_train  # noqa: E402
 
@@ -517,56 +517,6 @@ def test_the_cpp_bench_labels_per_seat_truncation_as_the_paper_does() -> None:
     assert "adversary: never keep the adversary" in rows
     with pytest.raises(argparse.ArgumentTypeError, match="truncate_seats must be"):
         bench.setting("0.5/x")
-
-
-def test_adv_restarts_are_the_cpp_benchs_and_never_reuse_a_seed(tmp_path: Path) -> None:
-    path = write(tmp_path, lambda r: (_cpp_example(r), r.update(adv_restarts=2, test_seeds=[100])))
-    assert load_protocol(path).adv_restarts == 2
-    assert "Adv-CPP the best of 2 trainings per seed on training items" in header(path, load_protocol(path))
-    assert "best of" not in header(
-        write(tmp_path, _cpp_example), load_protocol(write(tmp_path, _cpp_example))
-    )
-    line = refusal(
-        lambda: load_protocol(write(tmp_path, lambda r: r.update(adv_restarts=2, test_seeds=[100])))
-    )
-    assert line.startswith("adv_restarts: only the cpp bench trains Adv-CPP; remove it"), line
-
-    def clash(raw: dict[str, Any]) -> None:
-        _cpp_example(raw)
-        raw.update(adv_restarts=3, test_seeds=[2000 + s for s in raw["train_seeds"]])
-
-    line = refusal(lambda: load_protocol(write(tmp_path, clash)))
-    assert line.startswith("adv_restarts: restart seed 2000 (a train seed + 1000 x restart)"), line
-    line = refusal(
-        lambda: load_protocol(write(tmp_path, lambda r: (_cpp_example(r), r.update(adv_restarts=9))))
-    )
-    assert line.startswith("adv_restarts:"), line
-
-
-def test_the_cpp_bench_tests_the_restart_with_the_best_training_item_evaluation() -> None:
-    bench = _bench("cpp_vs_full")
-    run = lambda *returns: SimpleNamespace(history=[{"loss": 1.0}, *({"eval.return": r} for r in returns)])  # noqa: E731
-    assert bench.chosen([run(0.1, 0.3), run(0.2, 0.5), run(0.5)]) == 1
-    assert bench.chosen([run(0.4), run(-0.2, 0.1)]) == 0
-    line = refusal(lambda: bench.chosen([run(0.4), run()]))
-    assert line.startswith("adv_restarts: a restart was never evaluated; set eval_every > 0"), line
-
-
-def test_the_cpp_bench_refuses_restarts_it_could_not_choose_between(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    def never_evaluated(raw: dict[str, Any]) -> None:
-        _cpp_example(raw)
-        raw["train"]["set"] = ["cpp.encoder=hashed", "eval_every=0"]
-        raw.update(adv_restarts=2, test_seeds=[100])
-
-    path, out = write(tmp_path, never_evaluated), tmp_path / "out"
-    with pytest.raises(SystemExit) as e:
-        _bench("cpp_vs_full").main(["--protocol", str(path), "--out", str(out), "--jobs", "1"])
-    assert e.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert err == "error: adv_restarts: choosing a restart needs evaluations; set eval_every > 0 in train.set"
-    assert not out.exists()
 
 
 def test_the_cpp_bench_counts_honest_readers_keeps_by_author() -> None:

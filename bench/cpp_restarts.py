@@ -1,0 +1,60 @@
+"""Which of one train seed's Adv-CPP restarts the cpp bench tests (bench/cpp_vs_full.py), and the
+trainings a run may take from an earlier one instead of training them again.
+
+Two choices, declared by the protocol (bench/protocols/README.md): without `adv_choice`, the restart
+whose best evaluation on its own training episodes scored highest (eval.return, the score each
+training keeps its best policy by); with it, the restart whose best policy is the most accurate under
+the adversary on the declared items and seeds, the same items for every restart. Neither sees a test
+item."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from sweep.config.errors import ConfigError
+
+
+def best_eval(outcome: Any) -> float:
+    """A training's best evaluation on training items (eval.return, as its best policy was kept by)."""
+    evals = [h["eval.return"] for h in outcome.history if "eval.return" in h]
+    if not evals:
+        raise ConfigError("adv_restarts: a restart was never evaluated; set eval_every > 0 in train.set")
+    return max(evals)
+
+
+def chosen(outcomes: Sequence[Any]) -> int:
+    """Which of one seed's restarts is tested: the best evaluation on training items (the first on a tie)."""
+    scores = [best_eval(o) for o in outcomes]
+    return scores.index(max(scores))
+
+
+def most_accurate(outcomes: Sequence[Any], accuracy: Callable[[str], float]) -> tuple[int, list[float]]:
+    """Which of one seed's restarts is tested under `adv_choice`: the one whose best policy (its final
+    one when never evaluated) `accuracy` scores highest (the first on a tie), and every score."""
+    scores = [accuracy(str(o.best or o.policy)) for o in outcomes]
+    return scores.index(max(scores)), scores
+
+
+def reuse(source: str | Path, out: str | Path, tags: Sequence[str]) -> list[str]:
+    """Copy each training dir `source/<tag>` that `out` lacks into `out` and return the tags copied
+    (copies, not links: a resumed training rewrites some of its files). The training then resumes from its checkpoints, and a
+    resume refuses a checkpoint whose training fingerprint is not its own, so a copy can only stand in
+    for the same training."""
+    source, out = Path(source), Path(out)
+    if not source.is_dir():
+        raise ConfigError(f"--reuse: {source} is not a directory; give an earlier run's --out")
+    if source.resolve() == out.resolve():
+        raise ConfigError("--reuse: the same directory as --out; give an earlier run's --out")
+    out.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for tag in tags:
+        if (source / tag).is_dir() and not (out / tag).exists():
+            shutil.rmtree(out / f".{tag}.tmp", ignore_errors=True)  # what a killed copy left
+            shutil.copytree(source / tag, out / f".{tag}.tmp")
+            os.replace(out / f".{tag}.tmp", out / tag)  # a kill leaves no half-copied training under its name
+            copied.append(tag)
+    return copied
