@@ -479,6 +479,9 @@ def report(
         )
     if proto:
         rows = {**vanilla, **{f"adversary: {label}": v for label, v in adversarial.items()}}
+        named = (r for t in proto.targets if t.metric == "accuracy" for r in (t.compare, t.against))
+        for row in dict.fromkeys(named):  # a target's rows, seed by seed: a mean can hide one bad training
+            print(f"- accuracy per seed, {row}: {', '.join(f'{t.accuracy:.3f}' for t in rows[row])}")
         with protocol.one_line():
             print(f"\n{protocol.report(args.protocol, proto, args.out, rows)}")
     plot({"honest team": vanilla, "seat 1 adversarial": adversarial}, Path(args.png))

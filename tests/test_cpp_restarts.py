@@ -150,6 +150,11 @@ def test_the_cpp_bench_chooses_on_the_declared_items_and_reuses_an_earlier_runs_
         _restarts(raw)
         raw["train"]["set"] = ["cpp.encoder=hashed", "cpp.behaviour_items=4", "pg.updates=1"]
         raw["train"]["set"] += ["pg.episodes_per_update=4", "eval_every=0"]  # the choice needs no evaluation
+        raw["baselines"] = [
+            {"label": "never keep the adversary", "method": "never_keep", "args": {"seat": 1}}
+        ]
+        raw["targets"] = [{"compare": "adversary: Adv-CPP", "against": "adversary: never keep the adversary",
+                           "metric": "accuracy", "direction": ">="}]  # fmt: skip
         raw["truncate"] = ["0.9"]
 
     bench, path = _bench("cpp_vs_full"), write(tmp_path, tiny)
@@ -163,6 +168,8 @@ def test_the_cpp_bench_chooses_on_the_declared_items_and_reuses_an_earlier_runs_
     assert printed[1].replace(taken, "") == printed[0]  # the same trainings, the same choice, the same rows
     choice = r"adversarial: Adv-CPP restart tested \(accuracy of each on the choice items\) per seed: r[01] \([01]\.\d{3}, [01]\.\d{3}\)"
     assert re.search(choice, printed[0]), printed[0]
+    per_seed = r"- accuracy per seed, adversary: Adv-CPP: [01]\.\d{3}\n- accuracy per seed, adversary: never keep the adversary: [01]\.\d{3}\n"
+    assert re.search(per_seed, printed[0]), printed[0]
     assert (second / "adv-0-r1" / "checkpoints").is_dir() and (first / "adv-0-r1" / "checkpoints").is_dir()
     ledger = json.loads((second / "protocol.json").read_text(encoding="utf-8"))
     assert set(ledger["pins"]) == {"training", "test_items", "choice_items"}
