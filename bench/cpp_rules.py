@@ -6,6 +6,8 @@ test items for declared protocols.
 
     .venv/bin/python bench/cpp_rules.py                   # examples/cpp_calibrated.yaml, 32 rules
     .venv/bin/python bench/cpp_rules.py --hide 2 3 --keep 3 4
+    .venv/bin/python bench/cpp_rules.py --adversary 1     # agents entry 1 adversarial: every rule is
+                                                          # also told its seat (never_seat), beside never_keep
 
 Every row: accuracy and its difference from Full-Debate, price-weighted cost as a share of
 Full-Debate's, kept responses per episode, and whether the rule is on the accuracy-cost Pareto front
@@ -19,6 +21,7 @@ import json
 import math
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
@@ -26,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 from bench.cpp_dev import SHARED, evaluate  # noqa: E402
 from data.benchmarks.registry import load_benchmark  # noqa: E402
 from debate.methods import build_method  # noqa: E402
+from sweep.config.errors import ConfigError  # noqa: E402
 from sweep.config.sweep import load_config  # noqa: E402
 from sweep.engines.pool import local_agents  # noqa: E402
 
@@ -46,21 +50,36 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument(
         "--method-args", default=json.dumps(SHARED), help="JSON arguments of every method (a protocol's)"
     )
+    p.add_argument("--adversary", type=int, help="agents entry N adversarial (one seat)")
     args = p.parse_args(argv)
-    cfg = load_config(args.config)
-    agents = local_agents(cfg)
-    team = [agents[m] for m in cfg.team()]
+    try:
+        cfg = load_config(
+            args.config, [] if args.adversary is None else [f"agents.{args.adversary}.adversarial=true"]
+        )
+    except ConfigError as e:
+        p.error(str(e))
+    if args.adversary is not None and len(cfg.adversaries()) != 1:
+        p.error(
+            f"--adversary: agents entry {args.adversary} makes {len(cfg.adversaries())} adversarial seats; give an entry of one seat"
+        )
+    agents, told = (
+        local_agents(cfg),
+        {"never_seat": min(cfg.adversaries())} if args.adversary is not None else {},
+    )
+    team = [replace(agents[m], adversarial=i in cfg.adversaries()) for i, m in enumerate(cfg.team())]
     ds = cfg.datasets[0]
     samples = load_benchmark(ds.name, "train", limit=args.items, offset=args.offset, seed=ds.seed)
     shared = {"protocol": "update", **json.loads(args.method_args)}
     rows = {"Full-Debate": build_method("fixed", {"topology": "clique", **shared})}
+    if told:
+        rows["never keep the adversary"] = build_method("never_keep", {**shared, "seat": told["never_seat"]})
     for hide in args.hide:
         for keep in args.keep:
             for skip in (False, True):
-                rule = {"keep_at": keep, "hide_own_at": hide, "skip_agreeing": skip}
-                rows[f"{keep}/{hide}{', skip agreeing' if skip else ''}"] = build_method(
-                    "confidence_keep", {**shared, **rule}
-                )
+                rule = {"keep_at": keep, "hide_own_at": hide, "skip_agreeing": skip, **told}
+                rows[
+                    f"{keep}/{hide}{', skip agreeing' if skip else ''}{', told the seat' if told else ''}"
+                ] = build_method("confidence_keep", {**shared, **rule})
     results = {
         k: evaluate(m, team, samples, args.seeds, cfg.rounds, ds.name)[0].mean(axis=0)
         for k, m in rows.items()
@@ -70,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(
         f"{ds.name} train items {args.offset}..{args.offset + args.items - 1}, seeds {args.seeds}; "
         f"rules as confidence_keep keep_at/hide_own_at"
+        + (f"; seat {told['never_seat']} adversarial" if told else "")
     )
     print("| rule | accuracy | vs Full-Debate | cost, % of Full-Debate | kept | Pareto |")
     print("| --- | --- | --- | --- | --- | --- |")

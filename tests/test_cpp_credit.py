@@ -178,3 +178,16 @@ def test_the_rule_grid_marks_its_pareto_front(capsys: pytest.CaptureFixture[str]
     labels = {line.split(" | ")[0][2:] for line in lines[2:]}
     assert labels == {"Full-Debate", "4/2", "4/2, skip agreeing", "6/2", "6/2, skip agreeing"}
     assert any(line.endswith("| yes |") for line in lines)  # the cheapest row is always on the front
+    rules_main(["--hide", "2", "--keep", "4", "--items", "4", "--seeds", "0", "--adversary", "1"])
+    printed = capsys.readouterr().out
+    lines = [line for line in printed.splitlines() if line.startswith("| ")]
+    labels = {line.split(" | ")[0][2:] for line in lines[2:]}
+    assert labels == {
+        "Full-Debate",
+        "never keep the adversary",
+        "4/2, told the seat",
+        "4/2, skip agreeing, told the seat",
+    }
+    assert printed.splitlines()[0].endswith("; seat 1 adversarial")
+    with pytest.raises(SystemExit):
+        rules_main(["--items", "4", "--adversary", "7"])

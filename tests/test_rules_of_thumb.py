@@ -183,6 +183,23 @@ def test_confidence_keep_can_skip_peers_that_agree_and_keeps_old_ids() -> None:
         build_method("confidence_keep", {"skip_agreeing": "yes"})
 
 
+def test_confidence_keep_told_a_seat_never_keeps_it_and_keeps_old_ids() -> None:
+    s = state_with("1234", (5, 5, 5, 1))
+    d = route_now(ConfidenceKeep(keep_at=4, hide_own_at=2, never_seat=1), s, RNG)
+    # seat 1 is confident, but nobody keeps it; seat 3 is unsure: nobody keeps it and it hides its own
+    assert d.graph.edges == {(src, t) for src in (0, 2) for t in range(4) if src != t}
+    assert d.hidden_own == {3} and d.record["keep"][1][0] == [1, True, 1.0]  # seat 1 keeps its own
+    told = build_method("confidence_keep", {"never_seat": 1})
+    assert "never_seat" not in build_method("confidence_keep", {}).spec.identity()["args"]
+    assert told.spec.identity() != build_method("confidence_keep", {}).spec.identity()
+    assert "never_seat=1" in told.label
+    for bad in (-1, True):
+        with pytest.raises(ValueError, match="never_seat must be a seat index"):
+            build_method("confidence_keep", {"never_seat": bad})
+    with pytest.raises(ValueError, match="never_seat 4 is not in a team of 4"):
+        route_now(ConfidenceKeep(never_seat=4), s, RNG)
+
+
 def test_never_keep_drops_exactly_one_seats_responses() -> None:
     s = state_with("1234", (1, 5, 3, 2))
     d = route_now(NeverKeep(seat=1), s, RNG)

@@ -13,7 +13,8 @@
   agent i keeps a peer's previous response when that peer stated confidence >= `keep_at`, and hides
   its own previous response when its own confidence <= `hide_own_at`; with `skip_agreeing` it also
   prunes a peer whose answer is the agent's own (it brings no answer the agent lacks, and costs its
-  tokens). Every agent speaks every round.
+  tokens); with `never_seat` S no agent keeps seat S's responses either (the rule told the
+  adversary's seat, as `never_keep` is, with confidence deciding the rest). Every agent speaks every round.
   It stands for what CPP's pruner could learn from confidence alone; its decision record has CPP's
   shape (`keep[i][k] = [candidate, kept, p]`, p 1 or 0), so CPP's reward reads it. Protocol `update`.
 - `never_keep` — Full-Debate with one seat's responses never kept: every agent keeps every previous
@@ -100,9 +101,10 @@ class ConfidenceKeep:
     keep_at: int = 4
     hide_own_at: int = 2
     skip_agreeing: bool = False
+    never_seat: int | None = None
     LABEL: ClassVar[tuple[str, ...]] = ("keep_at", "hide_own_at")
-    # added after episodes were stored: ids leave it out at its default, so theirs stay as they were
-    ADDED: ClassVar[dict[str, Any]] = {"skip_agreeing": False}
+    # added after episodes were stored: ids leave them out at their defaults, so theirs stay as they were
+    ADDED: ClassVar[dict[str, Any]] = {"skip_agreeing": False, "never_seat": None}
 
     def __post_init__(self) -> None:
         # keep_at 6 keeps no peer and hide_own_at 0 hides nothing: the rule's two "off" ends
@@ -116,6 +118,10 @@ class ConfidenceKeep:
             raise ValueError(
                 f"confidence_keep: skip_agreeing must be true or false, got {self.skip_agreeing!r}"
             )
+        if self.never_seat is not None and (isinstance(self.never_seat, bool) or self.never_seat < 0):
+            raise ValueError(
+                f"confidence_keep: never_seat must be a seat index >= 0 or null, got {self.never_seat!r}"
+            )
 
     def keeps(
         self, agent: int, candidate: int, confidences: tuple[int, ...], answers: tuple[str | None, ...] = ()
@@ -124,6 +130,8 @@ class ConfidenceKeep:
         `answers`, the previous round's, matter only with `skip_agreeing`."""
         if candidate == agent:
             return confidences[agent] > self.hide_own_at
+        if candidate == self.never_seat:
+            return False
         if (
             self.skip_agreeing
             and answers
@@ -135,6 +143,10 @@ class ConfidenceKeep:
 
     async def route(self, state: DebateState, rng: np.random.Generator) -> Decision:
         n, conf, answers = state.n, state.confidences(), state.answers()
+        if self.never_seat is not None and self.never_seat >= n:
+            raise ValueError(
+                f"confidence_keep: never_seat {self.never_seat} is not in a team of {n}; give a seat below {n}"
+            )
         # keep[i][k]: whether agent i keeps candidate order(i)[k]
         keep = [[self.keeps(i, j, conf, answers) for j in order(i, n)] for i in range(n)]
         edges = [(order(i, n)[k], i) for i in range(n) for k in range(1, n) if keep[i][k]]
