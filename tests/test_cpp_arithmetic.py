@@ -73,6 +73,7 @@ def round_record(
         "_candidates": np.array(
             [[[10 * t + order(i, N)[k]] for k in range(N)] for i in range(N)], np.float32
         ),
+        "_cues": np.array([[[int(k == 0), 0, 3, t + k] for k in range(N)] for i in range(N)]),
     }
     none = (None,) * N
     return RoundRecord(
@@ -132,6 +133,7 @@ def test_collect_lays_out_each_action_with_its_return_slot_and_embeddings() -> N
     assert batch.kept.tolist() == [1, 0, 1, 1, 0, 1, 1, 0] * 2
     assert batch.queries[:8, 0].tolist() == [100, 101, 110, 111, 200, 201, 210, 211]
     assert batch.candidates[:8, 0].tolist() == [10, 11, 11, 10, 20, 21, 21, 20]
+    assert batch.cues is not None and batch.cues[:8, 3].tolist() == [1, 2, 1, 2, 2, 3, 2, 3]
     m = batch.metrics
     assert m["kept_edges"] == 5 and m["keep_rate"] == 5 / 8 and m["own_keep_rate"] == 3 / 4
     assert m["return"] == pytest.approx(sum(R)) and m["accuracy"] == 1.0 and m["accuracy_round0"] == 0.0
@@ -148,7 +150,12 @@ class Logits(nn.Module):
         self.logit = nn.Parameter(torch.tensor(logits))
 
     def forward(
-        self, agents: torch.Tensor, q: torch.Tensor, r: torch.Tensor, authors: torch.Tensor | None = None
+        self,
+        agents: torch.Tensor,
+        q: torch.Tensor,
+        r: torch.Tensor,
+        authors: torch.Tensor | None = None,
+        cues: torch.Tensor | None = None,
     ) -> torch.Tensor:
         return self.logit[agents]
 

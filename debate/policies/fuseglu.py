@@ -15,7 +15,10 @@ keep, as a rule told the seats can. The embeddings start at zero, so an untraine
 the one without them does. With `arch.seat_trust` (ours, off by default) the keep logit also carries
 a trained bias per (reader, author) pair of seats, sqrt(dim) * T[i, j]: a trust matrix, learned
 directly rather than through the fusion blocks, so each reader's trust in each author moves with that
-pair's own gradient. It too starts at zero.
+pair's own gradient. It too starts at zero. With `arch.confidence_cues` (ours, off by default) the
+logit carries a trained bias per cell of the cues `confidence_keep` reads, sqrt(dim) * C[own, same,
+c_i, c_j] (own response or a peer's, same answer as the reader's or not, the reader's and the
+author's stated confidence): every such rule is one setting of the table. It starts at zero.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import torch
 from torch import nn
 
 from debate.policies import checkpoint
-from debate.policies.pruning import PruningArch
+from debate.policies.pruning import CUES, PruningArch
 
 
 class Fuse(nn.Module):
@@ -61,25 +64,41 @@ class PruningNet(nn.Module):
             self.author = nn.Parameter(torch.zeros(arch.n_agents, arch.dim))
         if arch.seat_trust:  # zeros, as the seat embeddings
             self.trust = nn.Parameter(torch.zeros(arch.n_agents, arch.n_agents))
+        if arch.confidence_cues:  # zeros, as the seat embeddings
+            self.cues = nn.Parameter(torch.zeros(*CUES))
 
     def forward(
-        self, agents: torch.Tensor, q: torch.Tensor, r: torch.Tensor, authors: torch.Tensor | None = None
+        self,
+        agents: torch.Tensor,
+        q: torch.Tensor,
+        r: torch.Tensor,
+        authors: torch.Tensor | None = None,
+        cues: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Keep logits (B,) for agents (B,) int, queries (B, dim), candidates (B, dim) written by
-        `authors` (B,) int (read only with `arch.author_seat` or `arch.seat_trust`, and then required)."""
+        `authors` (B,) int (read only with `arch.author_seat` or `arch.seat_trust`, and then required),
+        with `cues` (B, 4) int (`pruning.cues_of`; read only with `arch.confidence_cues`, then required)."""
         seats = self.arch.author_seat or self.arch.seat_trust
         if seats and authors is None:
             raise ValueError("cpp policy: author_seat and seat_trust need each candidate's author seat")
+        if self.arch.confidence_cues and cues is None:
+            raise ValueError("cpp policy: confidence_cues needs each decision's cues")
         if self.arch.author_seat:
             r = r + self.author[authors]
         h = self.fuse_response(self.fuse_query(self.behaviour[agents], q), r)
         logits = self.w_s(h).squeeze(-1)
-        if not self.arch.seat_trust:
-            return logits
-        # Scaled by sqrt(dim): an Adam step moves w_s by about lr * sqrt(dim) in norm, and so the logit
-        # through the layer-normed h (norm sqrt(dim)) by about lr * dim; an unscaled bias moves by lr and
-        # could not catch up once a shared keep-everything direction saturates (tests/test_cpp_seat_features.py).
-        return logits + math.sqrt(self.arch.dim) * self.trust[agents, authors]
+        # Biases scaled by sqrt(dim): an Adam step moves w_s by about lr * sqrt(dim) in norm, and so the
+        # logit through the layer-normed h (norm sqrt(dim)) by about lr * dim; an unscaled bias moves by
+        # lr and could not catch up once a shared keep-everything direction saturates
+        # (tests/test_cpp_seat_features.py).
+        if self.arch.seat_trust:
+            logits = logits + math.sqrt(self.arch.dim) * self.trust[agents, authors]
+        if self.arch.confidence_cues:
+            assert cues is not None
+            logits = (
+                logits + math.sqrt(self.arch.dim) * self.cues[cues[:, 0], cues[:, 1], cues[:, 2], cues[:, 3]]
+            )
+        return logits
 
 
 def build(arch: PruningArch, seed: int, behaviour: np.ndarray | None = None) -> PruningNet:
@@ -118,14 +137,23 @@ class Pruner:
     def arch(self) -> PruningArch:
         return self.net.arch
 
-    def probs(self, agents: np.ndarray, q: np.ndarray, r: np.ndarray, authors: np.ndarray) -> np.ndarray:
-        """Keep probabilities: agent `agents[b]` on candidate `r[b]`, written by seat `authors[b]`."""
+    def probs(
+        self,
+        agents: np.ndarray,
+        q: np.ndarray,
+        r: np.ndarray,
+        authors: np.ndarray,
+        cues: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Keep probabilities: agent `agents[b]` on candidate `r[b]`, written by seat `authors[b]`, with
+        the decision's confidence cues `cues[b]` (read only with `arch.confidence_cues`)."""
         with torch.no_grad():
             logits = self.net(
                 torch.as_tensor(agents, dtype=torch.long),
                 torch.as_tensor(q),
                 torch.as_tensor(r),
                 torch.as_tensor(authors, dtype=torch.long),
+                None if cues is None else torch.as_tensor(cues, dtype=torch.long),
             )
         return torch.sigmoid(logits).numpy().astype(np.float64)
 

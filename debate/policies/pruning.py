@@ -2,7 +2,9 @@
 from, whether the response texts it reads are headed by their author ("Agent 2": a seat tell the
 paper's main method does not have), whether it also learns an embedding of each candidate's author
 seat (`author_seat`, ours: a seat feature, as RUMAD-G's) or a keep bias per (reader, author) pair
-(`seat_trust`, ours), the team it was made for (one behaviour embedding per seat), and each seat's
+(`seat_trust`, ours) or a keep bias per confidence cue (`confidence_cues`, ours: whether the
+candidate is the reader's own response, whether its answer is the reader's, and both stated
+confidences — what `confidence_keep` reads), the team it was made for (one behaviour embedding per seat), and each seat's
 output lengths on the validation questions its behaviour embeddings were initialised from (App. C's
 truncation reads their quantiles). Config validation, checkpoints and truncation caps read this
 without loading torch.
@@ -20,6 +22,18 @@ import numpy as np
 from common.added import without_added
 
 KIND = "cpp"
+# `confidence_cues`' table: own response?, the same answer as the reader's?, the reader's stated
+# confidence, the author's (0..5; 0 stands for none)
+CUES = (2, 2, 6, 6)
+
+
+def cues_of(
+    agent: int, candidate: int, confidences: Sequence[int], answers: Sequence[str | None]
+) -> tuple[int, int, int, int]:
+    """The cell of `confidence_cues`' table for `agent` deciding on `candidate`'s response."""
+    same = answers[candidate] is not None and answers[candidate] == answers[agent]
+    clip = lambda c: min(5, max(0, int(c or 0)))  # noqa: E731
+    return int(candidate == agent), int(same), clip(confidences[agent]), clip(confidences[candidate])
 
 
 @dataclass(frozen=True)
@@ -36,15 +50,22 @@ class PruningArch:
     author_tag: bool = True  # responses read as "Agent N\n..." (the policies made before the option)
     author_seat: bool = False  # a trained embedding of each candidate's author seat (ours, not the paper's)
     seat_trust: bool = False  # a trained keep bias per (reader, author) pair of seats (ours)
+    # a trained keep bias per (own response?, same answer?, reader's confidence, author's confidence) (ours)
+    confidence_cues: bool = False
     # a checkpoint's bytes as before each option
-    ADDED: ClassVar[dict[str, Any]] = {"author_tag": True, "author_seat": False, "seat_trust": False}
+    ADDED: ClassVar[dict[str, Any]] = {
+        "author_tag": True,
+        "author_seat": False,
+        "seat_trust": False,
+        "confidence_cues": False,
+    }
 
     def __post_init__(self) -> None:
         if self.kind != KIND:
             raise ValueError(f"not a CPP policy (kind {self.kind!r})")
         if self.n_agents < 2 or self.dim < 1 or self.hidden < 1:
             raise ValueError("cpp policy: n_agents must be >= 2, dim and hidden >= 1")
-        for name in ("author_tag", "author_seat", "seat_trust"):
+        for name in ("author_tag", "author_seat", "seat_trust", "confidence_cues"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"cpp policy: {name} must be true or false, got {getattr(self, name)!r}")
         for name in ("seat_models", "output_lengths"):  # own fields, by name

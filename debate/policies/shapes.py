@@ -14,8 +14,8 @@ import numpy as np
 
 from common.registry import Registry
 from debate.policies.arch import PolicyArch
+from debate.policies.pruning import CUES, PruningArch
 from debate.policies.pruning import KIND as PRUNING
-from debate.policies.pruning import PruningArch
 
 # What `sweep train` writes (float32) and what a network may be loaded from without loss or surprise.
 DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
@@ -93,6 +93,7 @@ def _pruning(a: PruningArch) -> dict[str, tuple[int, ...]]:
         **_linear("w_s", a.dim, 1, bias=False),
         **({"author": (a.n_agents, a.dim)} if a.author_seat else {}),
         **({"trust": (a.n_agents, a.n_agents)} if a.seat_trust else {}),
+        **({"cues": CUES} if a.confidence_cues else {}),
     }
     for block in ("fuse_query", "fuse_response"):
         for norm in ("norm_x", "norm_y", "norm_out"):

@@ -37,6 +37,7 @@ from debate.cpp_reward import order
 from debate.decision import Decision
 from debate.graph import Graph
 from debate.policies import checkpoint as ckpt
+from debate.policies.pruning import cues_of
 from debate.registry import method
 from debate.state import DebateState, View
 
@@ -176,13 +177,15 @@ async def decide(
     kept: list[list[int]] = [[] for _ in range(n)]
     keep = [[[0, False, 0.0] for _ in range(n)] for _ in range(n)]
     queries = np.zeros((n, n, encoder.dim), np.float32)
+    conf, answers = state.confidences(), state.answers()
+    cues = np.asarray([[cues_of(i, order(i, n)[k], conf, answers) for k in range(n)] for i in range(n)])
     logp = 0.0
     for k in range(n):
         cand = [order(i, n)[k] for i in range(n)]
         queries[:, k] = await encoder.embed(
             [query_text(state.question, [texts[j] for j in kept[i]]) for i in range(n)]
         )
-        p = policy.probs(np.arange(n), queries[:, k], responses[cand], np.asarray(cand))
+        p = policy.probs(np.arange(n), queries[:, k], responses[cand], np.asarray(cand), cues[:, k])
         for i in range(n):
             take = bool(rng.random() < p[i]) if sample else bool(p[i] >= params.threshold)
             logp += math.log(max(1e-12, p[i] if take else 1.0 - p[i]))
@@ -200,6 +203,7 @@ async def decide(
         "policy": policy.digest,
         "kept_edges": sum(len(x) for x in kept),
         "_queries": queries,
+        "_cues": cues,  # (n, n, 4): reader i's cues on its k-th candidate (`pruning.cues_of`)
         "_candidates": np.stack([responses[[order(i, n)[k] for k in range(n)]] for i in range(n)]),
     }
     return Decision(Graph(n, edges), max_tokens=caps, record=record, hidden_own=hidden)

@@ -123,7 +123,7 @@ def collect(
 ) -> Actions:
     """Every action of finished episodes with its return, and the rollout's metrics (`states`: each
     episode's states after every action, `action_states`)."""
-    agents, queries, cands, kept, rets, probs, slots, authors = [], [], [], [], [], [], [], []
+    agents, queries, cands, kept, rets, probs, slots, authors, cues = [], [], [], [], [], [], [], [], []
     totals, own, owners, edges = [], 0, 0, 0
     for e, res in enumerate(results):
         rewards, g = returns(res.trajectory, reward, None if states is None else states[e])
@@ -137,6 +137,7 @@ def collect(
             slots.append(t * n + np.tile(np.arange(n), n))
             queries.append(np.asarray(record["_queries"]).reshape(n * n, -1))
             cands.append(np.asarray(record["_candidates"]).reshape(n * n, -1))
+            cues.append(np.asarray(record["_cues"]).reshape(n * n, 4))
             kept.append(flags.reshape(-1))
             probs += [entry[2] for row in record["keep"] for entry in row]
             authors += [entry[0] for row in record["keep"] for entry in row]
@@ -166,6 +167,7 @@ def collect(
         tn(np.concatenate(slots)).long(),
         metrics,
         torch.as_tensor(authors, dtype=torch.long),
+        tn(np.concatenate(cues)).long() if cues else None,
     )
 
 
@@ -211,6 +213,7 @@ async def run(
             author_tag=author_tag(setup),
             author_seat=net_cfg.author_seat,
             seat_trust=net_cfg.seat_trust,
+            confidence_cues=net_cfg.confidence_cues,
         )
         net = build(arch, cfg.seed, embeddings)
     optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)

@@ -70,9 +70,12 @@ class CppPolicyConfig(_Strict):
     output statistics truncation reads (App. C). `author_seat` (ours, off by default): the network also
     learns an embedding of each candidate's author seat (`debate.policies.fuseglu`), a seat feature as
     RUMAD-G's, where the paper's policy reads only the response. `seat_trust` (ours, off by default): it
-    also learns a keep bias per (reader, author) pair of seats, a trust matrix added to the logit."""
+    also learns a keep bias per (reader, author) pair of seats, a trust matrix added to the logit.
+    `confidence_cues` (ours, off by default): it also learns a keep bias per cell of the cues
+    `confidence_keep` reads (own response or a peer's, same answer or not, both stated confidences)."""
 
-    ADDED: ClassVar[dict[str, Any]] = {"author_seat": False, "seat_trust": False}  # fingerprints as before
+    # fingerprints as before each option
+    ADDED: ClassVar[dict[str, Any]] = {"author_seat": False, "seat_trust": False, "confidence_cues": False}
 
     encoder: str = "hashed"
     hidden: lim.Hidden = 256  # <= 65536
@@ -81,6 +84,7 @@ class CppPolicyConfig(_Strict):
     behaviour_offset: lim.Offset = 0  # <= 1e7, as a dataset's offset
     author_seat: lim.StrictBool = False
     seat_trust: lim.StrictBool = False
+    confidence_cues: lim.StrictBool = False
 
     @field_validator("encoder")
     @classmethod

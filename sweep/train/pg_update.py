@@ -41,17 +41,19 @@ class Actions:
     metrics: dict[str, float]
     # each candidate's author seat (read with `author_seat` or `seat_trust`)
     authors: torch.Tensor | None = None
+    cues: torch.Tensor | None = None  # each decision's confidence cues (read with `confidence_cues`)
 
     def logits(self, net: PruningNet, idx: torch.Tensor | None = None) -> torch.Tensor:
         """The network's keep logits on these actions (those at `idx`, when given)."""
-        authors = self.authors
+        authors, cues = self.authors, self.cues
         if idx is None:
-            return net(self.agents, self.queries, self.candidates, authors)
+            return net(self.agents, self.queries, self.candidates, authors, cues)
         return net(
             self.agents[idx],
             self.queries[idx],
             self.candidates[idx],
             None if authors is None else authors[idx],
+            None if cues is None else cues[idx],
         )
 
 
