@@ -50,7 +50,7 @@ from rich.console import Console
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
 from bench import protocol_bench as protocol  # noqa: E402
-from bench.cpp_restarts import best_eval, chosen, most_accurate, reuse  # noqa: E402
+from bench.cpp_restarts import choose, reuse  # noqa: E402
 from bench.protocol import RESTART_STRIDE, Protocol, exact_mcnemar  # noqa: E402
 from data.benchmarks.registry import load_benchmark  # noqa: E402
 from data.grading.graders import grader_for  # noqa: E402
@@ -410,21 +410,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     for i, (seed, test_seed) in enumerate(zip(seeds, test_seeds, strict=True)):
         _, agents = setup_and_agents(seed, args.updates, args.out, args.sets, False, proto)
         mine, tried = outcomes[i], outcomes[len(seeds) + restarts * i : len(seeds) + restarts * (i + 1)]
-        if restarts > 1 and choice is not None:
-            team, shared = teams(agents)[1], proto.method_args if proto else {}
-            pick, acc = most_accurate(
-                tried, lambda path, t=team, m=shared, ss=choice.seeds: accuracy_on(path, t, on, ss, m)
-            )
-            notes.setdefault("adversarial: Adv-CPP restart tested (accuracy of each on the choice items)", []).append(
-                f"r{pick} ({', '.join(f'{a:.3f}' for a in acc)})"
-            )  # fmt: skip
-        elif restarts > 1:
-            pick = chosen(tried)
-            scores = ", ".join(f"{best_eval(o):+.3f}" for o in tried)
-            notes.setdefault("adversarial: Adv-CPP restart tested (best eval.return of each)", []).append(
-                f"r{pick} ({scores})"
-            )
-        adv = tried[pick if restarts > 1 else 0]
+        team, shared = teams(agents)[1], proto.method_args if proto else {}
+        pick, key, note = choose(
+            tried,
+            choice is not None,
+            lambda path, t=team, m=shared: accuracy_on(path, t, on, choice.seeds if choice else [], m),
+        )
+        if key:
+            notes.setdefault(key, []).append(note)
+        adv = tried[pick]
         policies = (str(mine.best or mine.policy), str(mine.policy), str(adv.best or adv.policy))
         got = run_seed(
             test_seed, policies, items, agents, args.truncate, notes, extra, proto and proto.method_args
