@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import protocol_bench as protocol
-from bench.protocol import Protocol, exact_mcnemar
+from bench.protocol import Protocol
+from bench.protocol_results import exact_mcnemar
 from data.grading.graders import grader_for
 from debate.episode import Agent, run_episode
 from debate.methods import Method

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import actors.populations as populations
-from bench.protocol import Protocol, claim, load_protocol, protocol_hash, shown, targets_table
+from bench.protocol import Protocol, load_protocol, protocol_hash, shown
+from bench.protocol_results import claim, targets_table
 from common.names import closest
 from data.benchmarks.registry import load_benchmark
 from debate.spec import stable_hash

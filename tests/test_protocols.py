@@ -23,15 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # bench/ is not an installed package
 
 from actors.populations import load as load_population  # noqa: E402
-from bench.protocol import (  # noqa: E402
-    LEDGER,
-    claim,
-    exact_mcnemar,
-    load_protocol,
-    protocol_hash,
-    targets_table,
-)
+from bench.protocol import load_protocol, protocol_hash  # noqa: E402
 from bench.protocol_bench import check_rows, check_setup, from_flags, report  # noqa: E402
+from bench.protocol_results import LEDGER, claim, exact_mcnemar, targets_table  # noqa: E402
 from sweep.config.errors import ConfigError  # noqa: E402
 from sweep.train.config import load_train  # noqa: E402
 
