@@ -39,6 +39,25 @@ def most_accurate(outcomes: Sequence[Any], accuracy: Callable[[str], float]) -> 
     return scores.index(max(scores)), scores
 
 
+def choose(
+    outcomes: Sequence[Any], by_accuracy: bool, accuracy: Callable[[str], float]
+) -> tuple[int, str, str]:
+    """One seed's restart to test, as (index, the report's note key, the note): by `accuracy` on the
+    protocol's choice items when `by_accuracy`, else by the best evaluation on training items."""
+    if len(outcomes) == 1:
+        return 0, "", ""
+    if by_accuracy:
+        pick, scores = most_accurate(outcomes, accuracy)
+        note = ", ".join(f"{a:.3f}" for a in scores)
+        return (
+            pick,
+            "adversarial: Adv-CPP restart tested (accuracy of each on the choice items)",
+            f"r{pick} ({note})",
+        )
+    pick, note = chosen(outcomes), ", ".join(f"{best_eval(o):+.3f}" for o in outcomes)
+    return pick, "adversarial: Adv-CPP restart tested (best eval.return of each)", f"r{pick} ({note})"
+
+
 def reuse(source: str | Path, out: str | Path, tags: Sequence[str]) -> list[str]:
     """Copy each training dir `source/<tag>` that `out` lacks into `out` and return the tags copied
     (copies, not links: a resumed training rewrites some of its files). The training then resumes from its checkpoints, and a

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import actors.populations as populations
-from bench.protocol import Protocol, claim, load_protocol, protocol_hash, shown, targets_table
+from bench.protocol import Protocol, load_protocol, protocol_hash, shown
+from bench.protocol_results import claim, targets_table
 from common.names import closest
 from data.benchmarks.registry import load_benchmark
 from debate.spec import stable_hash
@@ -38,7 +39,7 @@ def from_flags(args: Any, learner: str, dataset: str, **defaults: Any) -> Protoc
         raise ConfigError(f"test.dataset: this bench evaluates on {dataset}, not '{p.test.dataset}'")
     if getattr(args, "sets", None):
         raise ConfigError("--set: the protocol's train.set and train.base_set are the training; drop --set")
-    fixed = {"seeds": len(p.train_seeds), "items": p.test.items}
+    fixed: dict[str, Any] = {"seeds": len(p.train_seeds), "items": p.test.items}
     if p.truncate is not None:  # declared truncation settings (CPP)
         if "truncate" not in defaults:
             raise ConfigError("truncate: this bench runs no truncation (the cpp bench's setting); remove it")

@@ -39,7 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 from actors.registry import build_backend  # noqa: E402
 from bench import protocol_bench as protocol  # noqa: E402
-from bench.protocol import Protocol, exact_mcnemar  # noqa: E402
+from bench.protocol import Protocol  # noqa: E402
+from bench.protocol_results import exact_mcnemar  # noqa: E402
 from data.benchmarks.registry import load_benchmark  # noqa: E402
 from data.grading.graders import grader_for  # noqa: E402
 from debate.baselines import Consistency, matched_m, strongest  # noqa: E402

@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # bench/ is not an installed package
 
-from bench.cpp_restarts import most_accurate, reuse  # noqa: E402
+from bench.cpp_restarts import choose, chosen, most_accurate, reuse  # noqa: E402
 from bench.protocol import load_protocol  # noqa: E402
 from bench.protocol_bench import check_choice, header, pins  # noqa: E402
 from data.benchmarks.registry import load_benchmark  # noqa: E402
@@ -55,13 +55,19 @@ def test_adv_restarts_are_the_cpp_benchs_and_never_reuse_a_seed(tmp_path: Path) 
     assert line.startswith("adv_restarts:"), line
 
 
-def test_the_cpp_bench_tests_the_restart_with_the_best_training_item_evaluation() -> None:
-    bench = _bench("cpp_vs_full")
+def test_the_restart_with_the_best_training_item_evaluation_is_tested_without_adv_choice() -> None:
     run = lambda *returns: SimpleNamespace(history=[{"loss": 1.0}, *({"eval.return": r} for r in returns)])  # noqa: E731
-    assert bench.chosen([run(0.1, 0.3), run(0.2, 0.5), run(0.5)]) == 1
-    assert bench.chosen([run(0.4), run(-0.2, 0.1)]) == 0
-    line = refusal(lambda: bench.chosen([run(0.4), run()]))
+    assert chosen([run(0.1, 0.3), run(0.2, 0.5), run(0.5)]) == 1
+    assert chosen([run(0.4), run(-0.2, 0.1)]) == 0
+    line = refusal(lambda: chosen([run(0.4), run()]))
     assert line.startswith("adv_restarts: a restart was never evaluated; set eval_every > 0"), line
+    never = lambda path: pytest.fail("no accuracy without adv_choice")  # noqa: E731
+    assert choose([run(0.1), run(0.3)], False, never) == (
+        1,
+        "adversarial: Adv-CPP restart tested (best eval.return of each)",
+        "r1 (+0.100, +0.300)",
+    )
+    assert choose([run()], False, never) == (0, "", "")  # one training: nothing to choose
 
 
 def test_the_cpp_bench_refuses_restarts_it_could_not_choose_between(
@@ -122,6 +128,11 @@ def test_the_most_accurate_restart_is_tested_the_first_on_a_tie() -> None:
     assert most_accurate(runs, scores.__getitem__) == (1, [0.41, 0.47, 0.47])
     scores["r2/policy.npz"] = 0.5
     assert most_accurate(runs, scores.__getitem__)[0] == 2
+    key, note = (
+        "adversarial: Adv-CPP restart tested (accuracy of each on the choice items)",
+        "r2 (0.410, 0.470, 0.500)",
+    )
+    assert choose(runs, True, scores.__getitem__) == (2, key, note)
 
 
 def test_reuse_copies_only_the_trainings_the_run_lacks(tmp_path: Path) -> None:

@@ -23,15 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # bench/ is not an installed package
 
 from actors.populations import load as load_population  # noqa: E402
-from bench.protocol import (  # noqa: E402
-    LEDGER,
-    claim,
-    exact_mcnemar,
-    load_protocol,
-    protocol_hash,
-    targets_table,
-)
+from bench.protocol import load_protocol, protocol_hash  # noqa: E402
 from bench.protocol_bench import check_rows, check_setup, from_flags, report  # noqa: E402
+from bench.protocol_results import LEDGER, claim, exact_mcnemar, targets_table  # noqa: E402
 from sweep.config.errors import ConfigError  # noqa: E402
 from sweep.train.config import load_train  # noqa: E402
 
@@ -508,7 +502,8 @@ def test_a_cpp_protocol_declares_its_truncation_settings(tmp_path: Path) -> None
 
 
 def test_the_cpp_bench_labels_per_seat_truncation_as_the_paper_does() -> None:
-    bench = _bench("cpp_vs_full")
+    from bench import cpp_tally as bench
+
     assert bench.qlabel("0.85/0.95/0.95") == "q85/q95/q95" and bench.qlabel("0.9") == "q0.9"
     assert bench.cut("0.85/0.95/0.95") == {"truncate_seats": "0.85/0.95/0.95"}
     assert bench.cut("0.75") == {"truncate": 0.75}
@@ -520,7 +515,8 @@ def test_the_cpp_bench_labels_per_seat_truncation_as_the_paper_does() -> None:
 
 
 def test_the_cpp_bench_counts_honest_readers_keeps_by_author() -> None:
-    bench = _bench("cpp_vs_full")
+    from bench import cpp_tally as bench
+
     into: dict[str, list[int]] = {}
     adversarial = [False, True, False]
     # reader 0 keeps its own, the adversary's, not seat 2's; reader 1 (adversarial) is not counted;
