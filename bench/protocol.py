@@ -51,6 +51,8 @@ class Test(_Strict):
     split: Label
     items: Annotated[int, Field(ge=1, le=10_000_000, strict=True)]  # the first items after the shuffle
     shuffle_seed: Seed = 0
+    # past the shuffle, the items start here: a fresh sample beside an earlier protocol's first items
+    offset: Annotated[int, Field(ge=0, strict=True)] = 0
 
 
 class Choice(_Strict):

@@ -139,6 +139,16 @@ def check_choice(setups: Sequence[TrainSetup], choice: Sequence[Any]) -> None:
             )
 
 
+def check_items(p: Protocol, items: Sequence[Any]) -> None:
+    """ConfigError unless the bench loaded all `test.items` (a split ends before `offset + items`)."""
+    t = p.test
+    if len(items) < t.items:
+        raise ConfigError(
+            f"test.items: {t.dataset} {t.split} has {len(items)} items past offset {t.offset}, not {t.items}; "
+            "lower test.items or test.offset"
+        )
+
+
 def begin(path: str | Path, p: Protocol, out: str | Path, setups: Sequence[TrainSetup], items: Sequence[Any],
           rows: Sequence[str], metrics: Sequence[str], rounds: int, updates: int | None,
           choice: Sequence[Any] = ()) -> None:  # fmt: skip
@@ -146,6 +156,7 @@ def begin(path: str | Path, p: Protocol, out: str | Path, setups: Sequence[Train
     restarts are chosen on (`choice`) against the trainings', the ledger claimed."""
     for setup in setups:
         check_setup(p, setup, rounds, updates)
+    check_items(p, items)
     check_rows(p, rows, metrics)
     check_choice(setups, choice)
     claim(out, path, pins(setups, items, choice))
@@ -157,11 +168,16 @@ def header(path: str | Path, p: Protocol) -> str:
     return (
         f"protocol {p.name} ({shown(path)}, sha256 {protocol_hash(path)}): population {p.population} "
         f"({p.population_digest or 'the engine arguments of the training base sweep'}); trained on {train.dataset} {train.split}[:{train.limit}], train seeds "
-        f"{p.train_seeds}; evaluated on {test.dataset} {test.split}[:{test.items}] (shuffle seed "
+        f"{p.train_seeds}; evaluated on {test.dataset} {test.split}[{span(test.offset, test.items)}] (shuffle seed "
         f"{test.shuffle_seed}), test seeds {p.test_seeds}"
         f"{f'; every method with {p.method_args}' if p.method_args else ''}"
         f"{f'; Adv-CPP the best of {p.adv_restarts} trainings per seed {chosen_on(p)}' if p.adv_restarts > 1 else ''}\n"
     )
+
+
+def span(offset: int, items: int) -> str:
+    """A slice in words: ":200" from the start, "200:1000" past an offset."""
+    return f":{items}" if offset == 0 else f"{offset}:{offset + items}"
 
 
 def chosen_on(p: Protocol) -> str:

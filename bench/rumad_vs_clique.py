@@ -227,8 +227,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         proto = protocol.from_flags(args, "rumad", "mmlu", seeds=5, updates=150, items=300)
     seeds = proto.train_seeds if proto else list(range(args.seeds))
     test_seeds = proto.test_seeds if proto else seeds  # each training's evaluation seed
-    split, shuffle = (proto.test.split, proto.test.shuffle_seed) if proto else ("rumad:test", 0)
-    items = load_benchmark("mmlu", split, limit=args.items, seed=shuffle)
+    split, shuffle, offset = (
+        (proto.test.split, proto.test.shuffle_seed, proto.test.offset) if proto else ("rumad:test", 0, 0)
+    )
+    items = load_benchmark("mmlu", split, limit=args.items, offset=offset, seed=shuffle)
     shared = dict(proto.method_args) if proto else {}  # given to every method the bench runs
     baselines = [
         *((label, name, proto.args(a) if proto else a) for label, name, a in BASELINES),

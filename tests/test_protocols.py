@@ -24,8 +24,10 @@ sys.path.insert(0, str(ROOT))  # bench/ is not an installed package
 
 from actors.populations import load as load_population  # noqa: E402
 from bench.protocol import load_protocol, protocol_hash  # noqa: E402
-from bench.protocol_bench import check_rows, check_setup, from_flags, report  # noqa: E402
+from bench.protocol_bench import check_items, check_rows, check_setup, from_flags, header, report  # noqa: E402
 from bench.protocol_results import LEDGER, claim, exact_mcnemar, targets_table  # noqa: E402
+from data.benchmarks.registry import load_benchmark  # noqa: E402
+from debate.spec import stable_hash  # noqa: E402
 from sweep.config.errors import ConfigError  # noqa: E402
 from sweep.train.config import load_train  # noqa: E402
 
@@ -323,6 +325,17 @@ def test_a_flag_that_contradicts_the_protocol_is_refused(
     assert line.startswith(start), line
 
 
+def test_a_test_offset_is_shown_and_a_split_too_short_for_it_is_refused(tmp_path: Path) -> None:
+    p = load_protocol(write(tmp_path))
+    assert f"[:{p.test.items}] (shuffle seed" in header(write(tmp_path), p)  # no offset: as before
+    path = write(tmp_path, lambda r: r["test"].update(offset=200, items=3))
+    p = load_protocol(path)
+    assert "evaluated on mmlu rumad:test[200:203] (shuffle seed 0)" in header(path, p)
+    check_items(p, [object()] * 3)
+    line = refusal(lambda: check_items(p, [object()] * 2))
+    assert line.startswith("test.items: mmlu rumad:test has 2 items past offset 200, not 3;"), line
+
+
 def test_targets_must_name_rows_the_bench_runs(tmp_path: Path) -> None:
     p = load_protocol(write(tmp_path))
     rows = [TRAINED, "clique (MAD)", "oracle", "least_confident", "silent"]
@@ -549,6 +562,7 @@ def test_cpp_bench_end_to_end_under_a_protocol_with_per_seat_truncation(
         raw["train"]["set"] = ["cpp.encoder=hashed", "cpp.behaviour_items=4", "pg.updates=1"]
         raw["train"]["set"] += ["pg.episodes_per_update=4", "eval_every=1", "eval_episodes=4"]
         raw.update(adv_restarts=2, test_seeds=[100])  # restart 1 trains with seed 1000
+        raw["test"]["offset"] = 3  # a fresh sample: the items after an earlier protocol's first three
         raw["baselines"] = [
             {"label": "never keep the adversary", "method": "never_keep", "args": {"seat": 1}}
         ]
@@ -566,6 +580,11 @@ def test_cpp_bench_end_to_end_under_a_protocol_with_per_seat_truncation(
     assert printed.startswith(
         f"protocol protocol_example ({path}, sha256 {protocol_hash(path)}): population cpp"
     )
+    p = load_protocol(path)
+    tested = load_benchmark("arith", "test", p.test.items, 3, p.test.shuffle_seed)
+    pinned = json.loads((out / LEDGER).read_text(encoding="utf-8"))["pins"]["test_items"]
+    assert pinned == stable_hash([str(i.id) for i in tested]), "the bench tests the items past test.offset"
+    assert f"evaluated on arith test[3:{3 + p.test.items}]" in printed
     for row in (
         "CPP, truncated q85/q95/q95",
         "Full-Debate, truncated q0.9",
