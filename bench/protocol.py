@@ -151,7 +151,9 @@ class Protocol(_Strict):
                 f"reward.{key}: unknown coefficient of {self.learner}{closest(key, known)}; "
                 f"known: {', '.join(known)}"
             )
-        missing = [k for k in known if k not in self.reward]
+        # a coefficient added after the first protocols: absent, it must resolve to its old value
+        added = getattr(TRAINERS[self.learner].reward, "ADDED", {})
+        missing = [k for k in known if k not in self.reward and k not in added]
         if missing:
             raise ValueError(
                 f"reward.{missing[0]}: missing; declare every coefficient the training resolves to "

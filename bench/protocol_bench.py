@@ -95,10 +95,13 @@ def check_setup(p: Protocol, setup: TrainSetup, rounds: int, updates: int | None
         raise ConfigError(
             f"--updates: {updates} contradicts protocol {p.name} ({setup.updates}, from {where}); drop the flag"
         )
+    added = getattr(type(setup.rewards), "ADDED", {})  # absent from a protocol: at their old values
     for key, got in dataclasses.asdict(setup.rewards).items():
-        if p.reward[key] != got:
+        declared = p.reward.get(key, added.get(key))
+        if declared != got:
+            said = "declares" if key in p.reward else "leaves out (so)"
             raise ConfigError(
-                f"reward.{key}: the protocol declares {p.reward[key]} but {where} resolves to {got}; "
+                f"reward.{key}: the protocol {said} {declared} but {where} resolves to {got}; "
                 "declare what the training runs"
             )
 

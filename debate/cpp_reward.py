@@ -28,6 +28,13 @@ dependent decision's own position); those change every agent's round-(t + 1) rep
 decision of each later round t' depends on it (beta**(t' - t) * gamma**k'). This reproduces the
 paper's 3 x 3 table exactly (tests/test_cpp_reward.py) and generalises it to N agents x T rounds.
 G = D r, with D the dependency matrix of `dependencies`.
+
+Two terms of ours, off by default (0: the paper's return exactly, and a config without them has the
+fingerprint it had): `final` adds final * a to every action's return when the debate's final vote is
+right — the team's accuracy, which Table 1 reaches only through each agent's own before and after;
+`keep_cost` subtracts keep_cost * a_t from the return of every response kept in round t — the prompt
+tokens it costs its reader, which Table 1 prices only through k. Both enter the return directly, not
+through D (a later action's keep is not an earlier one's cost), and the episode's total reward.
 """
 
 from __future__ import annotations
@@ -35,9 +42,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from functools import lru_cache
+from typing import Any, ClassVar
 
 import numpy as np
 
+from common.added import without_added
 from debate.trajectory import RoundRecord
 
 REWARD_KEYS = ("k", "a", "round_scale", "beta", "gamma", "prune_flip")
@@ -54,6 +63,10 @@ class CppReward:
     beta: float = 0.9
     gamma: float = 0.9
     prune_flip: float = 1.0
+    final: float = 0.0  # ours: the final vote's correctness in every action's return (module docstring)
+    keep_cost: float = 0.0  # ours: a kept response's cost in its own return
+    # came after the first protocols and checkpoints: out of `to_dict` at these values
+    ADDED: ClassVar[dict[str, Any]] = {"final": 0.0, "keep_cost": 0.0}
 
     def __post_init__(self) -> None:
         for f in fields(self):  # getattr below: the dataclass's own fields, one check for each
@@ -66,13 +79,17 @@ class CppReward:
         for name in ("beta", "gamma"):  # own fields, by name
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"reward: {name} must be in [0, 1], got {getattr(self, name)}")
+        for name in ("final", "keep_cost"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"reward: {name} must be >= 0, got {getattr(self, name)}")
 
     def scale(self, t: int) -> float:
         """a_t, the reward scale of debate round t >= 1."""
         return self.a * self.round_scale ** (t - 1)
 
     def to_dict(self) -> dict[str, float]:
-        return asdict(self)
+        """Every coefficient, less the ADDED ones at their defaults."""
+        return without_added(asdict(self), self.ADDED)
 
 
 def order(i: int, n: int) -> tuple[int, ...]:
@@ -163,4 +180,16 @@ def returns(
     if r.size == 0:
         return r, r
     n = len(trajectory[0].answers_after)
-    return r, dependencies(n, len(trajectory) - 1, w.beta, w.gamma) @ r
+    g = dependencies(n, len(trajectory) - 1, w.beta, w.gamma) @ r
+    if not (w.final or w.keep_cost):
+        return r, g
+    final, cost = own_terms(trajectory, w)
+    # the final term whole in every return, and once in the episode's total (spread over its actions)
+    return r - cost + final / r.size, g - cost + final
+
+
+def own_terms(trajectory: Sequence[RoundRecord], w: CppReward) -> tuple[float, np.ndarray]:
+    """`final`'s term (final * a when the final vote is right, else 0) and `keep_cost`'s per action
+    (keep_cost * a_t where the response was kept), flat in `index` order (the module docstring)."""
+    kept = [kept_matrix(rec).reshape(-1) * w.scale(t) for t, rec in enumerate(trajectory[1:], start=1)]
+    return w.final * w.a * float(trajectory[-1].vote_correct), w.keep_cost * np.concatenate(kept)

@@ -4,6 +4,7 @@ off a trajectory."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import numpy as np
@@ -134,3 +135,36 @@ def test_bad_coefficients_are_refused() -> None:
         CppReward(k=1.5)
     with pytest.raises(ValueError, match="gamma must be in"):
         CppReward(gamma=1.2)
+    with pytest.raises(ValueError, match="keep_cost must be >= 0"):
+        CppReward(keep_cost=-0.1)
+    with pytest.raises(ValueError, match="final must be >= 0"):
+        CppReward(final=-1.0)
+
+
+@pytest.mark.parametrize("vote_correct", [True, False])
+def test_the_final_vote_and_the_keep_cost_enter_each_return_directly(vote_correct: bool) -> None:
+    n = 3
+    r0 = RoundRecord(
+        0, None, (None,) * n, ("1",) * n, (False,) * n, (True, False, False), (), None, False, 0, 0, 0, 0.0
+    )
+    r1 = _round(1, [[1, 1, 0], [0, 1, 1], [1, 0, 0]], (True, False, False), (True, True, False))
+    r2 = _round(2, [[0, 0, 0], [1, 1, 1], [1, 1, 1]], (True, True, False), (True, True, True))
+    r2 = dataclasses.replace(r2, vote_correct=vote_correct)
+    paper = CppReward(k=1.0, a=2.0, round_scale=1.5, beta=B, gamma=G)
+    ours = dataclasses.replace(paper, final=0.5, keep_cost=0.25)
+    assert paper.to_dict() == {
+        "k": 1.0,
+        "a": 2.0,
+        "round_scale": 1.5,
+        "beta": B,
+        "gamma": G,
+        "prune_flip": 1.0,
+    }
+    assert ours.to_dict()["final"] == 0.5 and ours.to_dict()["keep_cost"] == 0.25
+    (r, g), (r2_, g2) = returns([r0, r1, r2], paper), returns([r0, r1, r2], ours)
+    kept = np.array([1, 1, 0, 0, 1, 1, 1, 0, 0] + [0, 0, 0, 1, 1, 1, 1, 1, 1], dtype=float)
+    cost = 0.25 * kept * np.array([2.0] * 9 + [3.0] * 9)  # keep_cost * a_t, a_t = a * 1.5 ** (t - 1)
+    final = 0.5 * 2.0 * vote_correct  # final * a, only when the final vote is right
+    np.testing.assert_allclose(g2, g - cost + final)  # whole in every return, not through D
+    np.testing.assert_allclose(r2_.sum(), r.sum() - cost.sum() + final)  # once in the episode's total
+    assert g2[index(2, 0, 0, n)] == pytest.approx(g[index(2, 0, 0, n)] + final)  # pruned: no cost

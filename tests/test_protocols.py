@@ -543,6 +543,25 @@ def test_the_cpp_bench_counts_honest_readers_keeps_by_author() -> None:
     assert into == {"adversary": [1, 2], "honest": [1, 2]}
 
 
+def test_a_reward_term_added_later_may_be_left_out_only_at_its_old_value(tmp_path: Path) -> None:
+    def cpp_setup(p: Any) -> Any:
+        config, sets, base = p.training(p.train_seeds[0])
+        return load_train(config, sets, base, str(tmp_path / "t"))
+
+    p = load_protocol(write(tmp_path, _cpp_example))  # no `final`, no `keep_cost`: at 0
+    check_setup(p, cpp_setup(p), 2)
+
+    def final(raw: dict[str, Any]) -> None:
+        _cpp_example(raw)
+        raw["train"]["set"] = ["reward.final=2"]
+
+    p = load_protocol(write(tmp_path, final))
+    line = refusal(lambda: check_setup(p, cpp_setup(p), 2))
+    assert line.startswith("reward.final: the protocol leaves out (so) 0.0 but"), line
+    p = load_protocol(write(tmp_path, lambda r: (final(r), r["reward"].update(final=2.0))))
+    check_setup(p, cpp_setup(p), 2)
+
+
 @pytest.mark.parametrize("name", ["cpp-v5-main", "cpp-v5-full-replies", "cpp-v5-du-prompts"])
 def test_the_shipped_cpp_main_protocols_load_and_resolve(tmp_path: Path, name: str) -> None:
     from bench.protocol_bench import check_setup as check
