@@ -1,5 +1,6 @@
 """CPP's seat features (ours, off by default): `cpp.author_seat`, a learned embedding of each
-candidate's author seat, and `cpp.seat_trust`, a learned keep bias per (reader, author) pair. Off,
+candidate's author seat, `cpp.seat_trust`, a learned keep bias per (reader, author) pair, and
+`cpp.author_bias`, a learned keep bias per author shared by every reader. Off,
 trainings and checkpoints are what they were; on, an untrained network keeps as the one without them,
 the batch carries each candidate's author, the gradient reaches them, and a policy learns whom to
 keep where the response texts cannot tell it."""
@@ -25,7 +26,7 @@ from sweep.train.pg_config import PGConfig
 from sweep.train.pg_update import Actions, pg_update
 from tests.test_train_cpp import agents_for, run, write
 
-OPTIONS = ["author_seat", "seat_trust"]
+OPTIONS = ["author_seat", "seat_trust", "author_bias"]
 
 
 @pytest.mark.parametrize("option", OPTIONS)
@@ -49,7 +50,9 @@ def test_an_untrained_network_with_a_seat_feature_keeps_as_the_one_without(optio
         build(PruningArch(3, dim=8, hidden=4, **{option: True}), 7),
     )
     assert torch.equal(plain(agents, q, r), seated(agents, q, r, authors))
-    with pytest.raises(ValueError, match="author_seat and seat_trust need each candidate's author seat"):
+    with pytest.raises(
+        ValueError, match="author_seat, seat_trust and author_bias need each candidate's author seat"
+    ):
         seated(agents, q, r)
 
 
@@ -66,15 +69,18 @@ def test_the_batch_carries_each_candidates_author(tmp_path: Path) -> None:
     assert batch.authors is not None and batch.authors.tolist() == one_round * (3 * 2)
 
 
-def _learn(distrusted: set[tuple[int, int]], steps: int = 150, **options: bool) -> np.ndarray:
+def _learn(
+    distrusted: set[tuple[int, int]], steps: int = 150, readers: int = 3, **options: bool
+) -> np.ndarray:
     """Keep probability per (reader, author) after REINFORCE on actions whose texts say nothing of
-    their author: keeping a `distrusted` (reader, author) pair is punished, every other keep rewarded."""
+    their author: keeping a `distrusted` (reader, author) pair is punished, every other keep rewarded.
+    Only readers below `readers` decide in training; every reader is measured."""
     rng = np.random.default_rng(0)
     n, size, dim = 3, 270, 16
     net = build(PruningArch(n, dim=dim, hidden=8, **options), 0)
     setup = cast(TrainSetup, SimpleNamespace(section={"pg": PGConfig(lr=0.01)}.get))
     optimizer = torch.optim.Adam(net.parameters(), lr=0.01)
-    agents = torch.from_numpy(rng.integers(0, n, size))
+    agents = torch.from_numpy(rng.integers(0, readers, size))
     authors = torch.from_numpy(rng.integers(0, n, size))
     bad = torch.tensor([(int(i), int(j)) in distrusted for i, j in zip(agents, authors, strict=True)])
     for u in range(steps):
@@ -89,6 +95,7 @@ def _learn(distrusted: set[tuple[int, int]], steps: int = 150, **options: bool) 
         pg_update(cast(PruningNet, net), optimizer, batch, setup, 0.0, u)
     q = torch.from_numpy(rng.normal(size=(size, dim)).astype(np.float32))
     r = torch.from_numpy(rng.normal(size=(size, dim)).astype(np.float32))
+    agents = torch.from_numpy(rng.integers(0, n, size))
     with torch.no_grad():
         p = torch.sigmoid(net(agents, q, r, authors)).numpy()
     pairs = agents.numpy() * n + authors.numpy()
@@ -112,8 +119,24 @@ def test_the_trust_matrix_learns_which_reader_drops_which_author() -> None:
     assert abs(plain[0, 1] - plain[1, 1]) < 0.15, plain
 
 
+def test_the_author_bias_carries_what_one_reader_learns_to_every_reader() -> None:
+    adversary = {(0, 1)}  # only reader 0 decides in training; seat 1's responses are bad for it
+    shared, paired = (
+        _learn(adversary, readers=1, author_bias=True),
+        _learn(adversary, readers=1, seat_trust=True),
+    )
+    assert (shared[:, 1] < 0.2).all() and (shared[:, [0, 2]] > 0.8).all(), shared  # readers 1, 2 as well
+    # the trust matrix moves reader 0's alone: reader 2 keeps author 1 as it keeps author 0
+    assert paired[0, 1] < 0.2 and paired[2, 1] > 0.5 and abs(paired[2, 1] - paired[2, 0]) < 0.1, paired
+
+
 @pytest.mark.parametrize(
-    "option, weights, shape", [("author_seat", "author", (3, 384)), ("seat_trust", "trust", (3, 3))]
+    "option, weights, shape",
+    [
+        ("author_seat", "author", (3, 384)),
+        ("seat_trust", "trust", (3, 3)),
+        ("author_bias", "author_bias", (3,)),
+    ],
 )
 def test_a_trained_checkpoint_keeps_its_seat_feature_and_routes_with_it(
     tmp_path: Path, option: str, weights: str, shape: tuple[int, int]
@@ -127,7 +150,9 @@ def test_a_trained_checkpoint_keeps_its_seat_feature_and_routes_with_it(
     q, r = np.zeros((3, 384), np.float32), np.ones((3, 384), np.float32) / 20
     # one reader, one candidate text, three authors: the seat alone moves the keep probability
     p = policy.probs(np.zeros(3, np.int64), q, r, np.arange(3))
-    assert len(set(np.round(p, 9).tolist())) == 3
-    if option == "seat_trust":  # the logit moves by exactly sqrt(dim) times reader 0's trust row
-        logit, trust = np.log(p / (1 - p)), loaded.weights["trust"][0]
-        assert np.allclose(logit - logit[0], np.sqrt(384) * (trust - trust[0]), atol=1e-4)
+    # (one Adam step moves every author's bias by lr, up or down: two of three can tie)
+    assert len(set(np.round(p, 9).tolist())) >= (3 if option != "author_bias" else 2)
+    if option in ("seat_trust", "author_bias"):  # the logit moves by exactly sqrt(dim) times the bias
+        logit = np.log(p / (1 - p))
+        bias = loaded.weights["trust"][0] if option == "seat_trust" else loaded.weights["author_bias"]
+        assert np.allclose(logit - logit[0], np.sqrt(384) * (bias - bias[0]), atol=1e-4)

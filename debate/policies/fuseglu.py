@@ -18,7 +18,11 @@ directly rather than through the fusion blocks, so each reader's trust in each a
 pair's own gradient. It too starts at zero. With `arch.confidence_cues` (ours, off by default) the
 logit carries a trained bias per cell of the cues `confidence_keep` reads, sqrt(dim) * C[own, same,
 c_i, c_j] (own response or a peer's, same answer as the reader's or not, the reader's and the
-author's stated confidence): every such rule is one setting of the table. It starts at zero.
+author's stated confidence): every such rule is one setting of the table. It starts at zero. With
+`arch.author_bias` (ours, off by default) the logit carries a trained bias per author seat,
+sqrt(dim) * b[j], the same for every reader: what one reader learns of an author moves every reader's
+keep of it, where the trust matrix moves one pair and a reader whose keep has saturated there cannot
+learn (its gradient vanishes with 1 - p). It starts at zero.
 """
 
 from __future__ import annotations
@@ -66,6 +70,8 @@ class PruningNet(nn.Module):
             self.trust = nn.Parameter(torch.zeros(arch.n_agents, arch.n_agents))
         if arch.confidence_cues:  # zeros, as the seat embeddings
             self.cues = nn.Parameter(torch.zeros(*CUES))
+        if arch.author_bias:  # zeros, as the seat embeddings
+            self.author_bias = nn.Parameter(torch.zeros(arch.n_agents))
 
     def forward(
         self,
@@ -76,11 +82,13 @@ class PruningNet(nn.Module):
         cues: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Keep logits (B,) for agents (B,) int, queries (B, dim), candidates (B, dim) written by
-        `authors` (B,) int (read only with `arch.author_seat` or `arch.seat_trust`, and then required),
+        `authors` (B,) int (read only with `arch.author_seat`, `seat_trust` or `author_bias`, then required),
         with `cues` (B, 4) int (`pruning.cues_of`; read only with `arch.confidence_cues`, then required)."""
-        seats = self.arch.author_seat or self.arch.seat_trust
+        seats = self.arch.author_seat or self.arch.seat_trust or self.arch.author_bias
         if seats and authors is None:
-            raise ValueError("cpp policy: author_seat and seat_trust need each candidate's author seat")
+            raise ValueError(
+                "cpp policy: author_seat, seat_trust and author_bias need each candidate's author seat"
+            )
         if self.arch.confidence_cues and cues is None:
             raise ValueError("cpp policy: confidence_cues needs each decision's cues")
         if self.arch.author_seat:
@@ -93,6 +101,8 @@ class PruningNet(nn.Module):
         # (tests/test_cpp_seat_features.py).
         if self.arch.seat_trust:
             logits = logits + math.sqrt(self.arch.dim) * self.trust[agents, authors]
+        if self.arch.author_bias:
+            logits = logits + math.sqrt(self.arch.dim) * self.author_bias[authors]
         if self.arch.confidence_cues:
             assert cues is not None
             logits = (

@@ -52,12 +52,14 @@ class PruningArch:
     seat_trust: bool = False  # a trained keep bias per (reader, author) pair of seats (ours)
     # a trained keep bias per (own response?, same answer?, reader's confidence, author's confidence) (ours)
     confidence_cues: bool = False
+    author_bias: bool = False  # a trained keep bias per author seat, shared by every reader (ours)
     # a checkpoint's bytes as before each option
     ADDED: ClassVar[dict[str, Any]] = {
         "author_tag": True,
         "author_seat": False,
         "seat_trust": False,
         "confidence_cues": False,
+        "author_bias": False,
     }
 
     def __post_init__(self) -> None:
@@ -65,7 +67,7 @@ class PruningArch:
             raise ValueError(f"not a CPP policy (kind {self.kind!r})")
         if self.n_agents < 2 or self.dim < 1 or self.hidden < 1:
             raise ValueError("cpp policy: n_agents must be >= 2, dim and hidden >= 1")
-        for name in ("author_tag", "author_seat", "seat_trust", "confidence_cues"):
+        for name in ("author_tag", "author_seat", "seat_trust", "confidence_cues", "author_bias"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"cpp policy: {name} must be true or false, got {getattr(self, name)!r}")
         for name in ("seat_models", "output_lengths"):  # own fields, by name

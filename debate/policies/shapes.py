@@ -94,6 +94,7 @@ def _pruning(a: PruningArch) -> dict[str, tuple[int, ...]]:
         **({"author": (a.n_agents, a.dim)} if a.author_seat else {}),
         **({"trust": (a.n_agents, a.n_agents)} if a.seat_trust else {}),
         **({"cues": CUES} if a.confidence_cues else {}),
+        **({"author_bias": (a.n_agents,)} if a.author_bias else {}),
     }
     for block in ("fuse_query", "fuse_response"):
         for norm in ("norm_x", "norm_y", "norm_out"):

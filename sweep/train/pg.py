@@ -214,6 +214,7 @@ async def run(
             author_seat=net_cfg.author_seat,
             seat_trust=net_cfg.seat_trust,
             confidence_cues=net_cfg.confidence_cues,
+            author_bias=net_cfg.author_bias,
         )
         net = build(arch, cfg.seed, embeddings)
     optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)

@@ -72,10 +72,17 @@ class CppPolicyConfig(_Strict):
     RUMAD-G's, where the paper's policy reads only the response. `seat_trust` (ours, off by default): it
     also learns a keep bias per (reader, author) pair of seats, a trust matrix added to the logit.
     `confidence_cues` (ours, off by default): it also learns a keep bias per cell of the cues
-    `confidence_keep` reads (own response or a peer's, same answer or not, both stated confidences)."""
+    `confidence_keep` reads (own response or a peer's, same answer or not, both stated confidences).
+    `author_bias` (ours, off by default): it also learns a keep bias per author seat, one for every
+    reader (what one reader learns of an author moves them all)."""
 
     # fingerprints as before each option
-    ADDED: ClassVar[dict[str, Any]] = {"author_seat": False, "seat_trust": False, "confidence_cues": False}
+    ADDED: ClassVar[dict[str, Any]] = {
+        "author_seat": False,
+        "seat_trust": False,
+        "confidence_cues": False,
+        "author_bias": False,
+    }
 
     encoder: str = "hashed"
     hidden: lim.Hidden = 256  # <= 65536
@@ -85,6 +92,7 @@ class CppPolicyConfig(_Strict):
     author_seat: lim.StrictBool = False
     seat_trust: lim.StrictBool = False
     confidence_cues: lim.StrictBool = False
+    author_bias: lim.StrictBool = False
 
     @field_validator("encoder")
     @classmethod

@@ -39,7 +39,7 @@ class Actions:
     returns: torch.Tensor
     slots: torch.Tensor  # each action's (round, position) as one index: its baseline's group
     metrics: dict[str, float]
-    # each candidate's author seat (read with `author_seat` or `seat_trust`)
+    # each candidate's author seat (read with `author_seat`, `seat_trust` or `author_bias`)
     authors: torch.Tensor | None = None
     cues: torch.Tensor | None = None  # each decision's confidence cues (read with `confidence_cues`)
 
