@@ -217,10 +217,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     seeds = proto.train_seeds if proto else list(range(args.seeds))
     test_seeds = proto.test_seeds if proto else seeds  # each training's evaluation seed
-    split, shuffle, offset = (
-        (proto.test.split, proto.test.shuffle_seed, proto.test.offset) if proto else ("test", 0, 0)
-    )
-    items = load_benchmark("arith", split, limit=args.items, offset=offset, seed=shuffle)
+    items = protocol.test_items(proto, "arith", "test", args.items)
     extra = proto.baseline_rows() if proto else []
     restarts = proto.adv_restarts if proto else 1
     jobs = [(s, args.updates, args.out, args.sets, False, proto, 0) for s in seeds]

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import actors.populations as populations
-from bench.protocol import Protocol, load_protocol, protocol_hash, shown
+from bench.protocol import Protocol, Test, load_protocol, protocol_hash, shown
 from bench.protocol_results import claim, targets_table
 from common.names import closest
 from data.benchmarks.registry import load_benchmark
@@ -140,6 +140,13 @@ def check_choice(setups: Sequence[TrainSetup], choice: Sequence[Any]) -> None:
             raise ConfigError(
                 f"adv_choice: item {item.id} is one the training draws from; give an offset past its items"
             )
+
+
+def test_items(p: Protocol | None, dataset: str, split: str, limit: int) -> list[Any]:
+    """The items a bench tests on: the protocol's test slice, else `split`'s first `limit` items after
+    the shuffle by seed 0."""
+    t = p.test if p else Test(dataset=dataset, split=split, items=limit)
+    return load_benchmark(dataset, t.split, limit=limit, offset=t.offset, seed=t.shuffle_seed)
 
 
 def check_items(p: Protocol, items: Sequence[Any]) -> None:

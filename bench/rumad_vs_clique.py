@@ -41,7 +41,6 @@ from actors.registry import build_backend  # noqa: E402
 from bench import protocol_bench as protocol  # noqa: E402
 from bench.protocol import Protocol  # noqa: E402
 from bench.protocol_results import exact_mcnemar  # noqa: E402
-from data.benchmarks.registry import load_benchmark  # noqa: E402
 from data.grading.graders import grader_for  # noqa: E402
 from debate.baselines import Consistency, matched_m, strongest  # noqa: E402
 from debate.episode import Agent, run_episode  # noqa: E402
@@ -227,10 +226,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         proto = protocol.from_flags(args, "rumad", "mmlu", seeds=5, updates=150, items=300)
     seeds = proto.train_seeds if proto else list(range(args.seeds))
     test_seeds = proto.test_seeds if proto else seeds  # each training's evaluation seed
-    split, shuffle, offset = (
-        (proto.test.split, proto.test.shuffle_seed, proto.test.offset) if proto else ("rumad:test", 0, 0)
-    )
-    items = load_benchmark("mmlu", split, limit=args.items, offset=offset, seed=shuffle)
+    items = protocol.test_items(proto, "mmlu", "rumad:test", args.items)
     shared = dict(proto.method_args) if proto else {}  # given to every method the bench runs
     baselines = [
         *((label, name, proto.args(a) if proto else a) for label, name, a in BASELINES),
