@@ -112,6 +112,11 @@ class Protocol(_Strict):
     # with it, the restart chosen is the most accurate on these items instead (bench/protocols/README.md)
     adv_choice: Choice | None = None
 
+    def declared_reward(self) -> dict[str, float]:
+        """Every coefficient the protocol declares: its file's, and those added to the learner's reward
+        after the first protocols that the file leaves out, at their old values."""
+        return {**getattr(TRAINERS[self.learner].reward, "ADDED", {}), **self.reward}
+
     @model_validator(mode="after")
     def _consistent(self) -> Protocol:
         if self.adv_restarts > 1 and self.learner != "cpp":
@@ -151,9 +156,7 @@ class Protocol(_Strict):
                 f"reward.{key}: unknown coefficient of {self.learner}{closest(key, known)}; "
                 f"known: {', '.join(known)}"
             )
-        # a coefficient added after the first protocols: absent, it must resolve to its old value
-        added = getattr(TRAINERS[self.learner].reward, "ADDED", {})
-        missing = [k for k in known if k not in self.reward and k not in added]
+        missing = [k for k in known if k not in self.declared_reward()]
         if missing:
             raise ValueError(
                 f"reward.{missing[0]}: missing; declare every coefficient the training resolves to "

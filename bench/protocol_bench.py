@@ -95,9 +95,9 @@ def check_setup(p: Protocol, setup: TrainSetup, rounds: int, updates: int | None
         raise ConfigError(
             f"--updates: {updates} contradicts protocol {p.name} ({setup.updates}, from {where}); drop the flag"
         )
-    added = getattr(type(setup.rewards), "ADDED", {})  # absent from a protocol: at their old values
+    declared_reward = p.declared_reward()
     for key, got in dataclasses.asdict(setup.rewards).items():
-        declared = p.reward.get(key, added.get(key))
+        declared = declared_reward.get(key)
         if declared != got:
             said = "declares" if key in p.reward else "leaves out (so)"
             raise ConfigError(

@@ -49,8 +49,6 @@ import numpy as np
 from common.added import without_added
 from debate.trajectory import RoundRecord
 
-REWARD_KEYS = ("k", "a", "round_scale", "beta", "gamma", "prune_flip")
-
 
 @dataclass(frozen=True)
 class CppReward:

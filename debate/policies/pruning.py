@@ -67,7 +67,7 @@ class PruningArch:
             raise ValueError(f"not a CPP policy (kind {self.kind!r})")
         if self.n_agents < 2 or self.dim < 1 or self.hidden < 1:
             raise ValueError("cpp policy: n_agents must be >= 2, dim and hidden >= 1")
-        for name in ("author_tag", "author_seat", "seat_trust", "confidence_cues", "author_bias"):
+        for name in self.ADDED:  # every option added since the first checkpoints is a switch
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"cpp policy: {name} must be true or false, got {getattr(self, name)!r}")
         for name in ("seat_models", "output_lengths"):  # own fields, by name

@@ -211,10 +211,8 @@ async def run(
             tuple(setup.base.team()),
             lengths,
             author_tag=author_tag(setup),
-            author_seat=net_cfg.author_seat,
-            seat_trust=net_cfg.seat_trust,
-            confidence_cues=net_cfg.confidence_cues,
-            author_bias=net_cfg.author_bias,
+            # the network's options (ours) are the config's added keys, by the same names
+            **{name: getattr(net_cfg, name) for name in CppPolicyConfig.ADDED},
         )
         net = build(arch, cfg.seed, embeddings)
     optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)
