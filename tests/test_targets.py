@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -173,3 +174,24 @@ def test_drivers_writing_the_resolved_config_at_once_never_collide(tmp_path: Pat
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda _: write_resolved_config(cfg, tmp_path), range(400)))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.resolved.yaml"]
+
+
+def test_a_dir_is_read_from_one_listing_so_a_study_starting_beside_it_never_reads_as_a_sweep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A joining driver looks at the dir at the moment the owner marks it as a study and then writes
+    # the sweep's config: the look must see neither or the mark, never the config alone.
+    out = tmp_path / "out"
+    out.mkdir()
+    listdir = os.listdir
+
+    def owner_writes_between(path: Any) -> list[str]:
+        names = listdir(path)
+        (out / "study.resolved.yaml").write_text("x")  # the owner's mark, then the base sweep's file
+        (out / "config.resolved.yaml").write_text("x")
+        return names
+
+    monkeypatch.setattr(os, "listdir", owner_writes_between)
+    assert dir_kind(out) is None  # what the listing saw: nothing yet
+    monkeypatch.setattr(os, "listdir", listdir)
+    assert dir_kind(out) == "study"

@@ -52,8 +52,12 @@ def dir_kind(path: Path) -> str | None:
     try:
         if not path.is_dir():
             return None
+        # One listing, then the kinds in order: files only appear while drivers start, and a study
+        # marks its dir before it writes the sweep's files, so a listing holding those holds the mark.
+        # Checked name by name, a driver joining at that moment could miss the mark, then see them.
+        present = set(os.listdir(path))
         for kind, names in _KIND_FILES:
-            if any((path / name).exists() for name in names):
+            if any(name.split("/")[0] in present and (path / name).exists() for name in names):
                 return kind
     except OSError as e:  # a dir that cannot be searched (permissions): say so, not a traceback
         raise unwritable(path, e, "output_dir") from None
