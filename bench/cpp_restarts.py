@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import debate.policies.checkpoint as ckpt
 from sweep.config.errors import ConfigError
 
 
@@ -58,11 +59,19 @@ def choose(
     return pick, "adversarial: Adv-CPP restart tested (best eval.return of each)", f"r{pick} ({note})"
 
 
-def reuse(source: str | Path, out: str | Path, tags: Sequence[str]) -> list[str]:
-    """Copy each training dir `source/<tag>` that `out` lacks into `out` and return the tags copied
-    (copies, not links: a resumed training rewrites some of its files). The training then resumes from its checkpoints, and a
-    resume refuses a checkpoint whose training fingerprint is not its own, so a copy can only stand in
-    for the same training."""
+def stored_fingerprint(training: Path) -> str | None:
+    """The fingerprint of the training in dir `training`, from its newest checkpoint's provenance (None
+    before its first checkpoint)."""
+    saved = sorted((training / "checkpoints").glob("policy-u*.npz"))
+    return str(ckpt.load(str(saved[-1])).provenance["fingerprint"]) if saved else None
+
+
+def reuse(source: str | Path, out: str | Path, wanted: Mapping[str, str]) -> list[str]:
+    """Copy each training dir `source/<tag>` that `out` lacks, and whose fingerprint is `wanted[tag]`,
+    into `out` and return the tags copied (copies, not links: a resumed training rewrites some of its
+    files). A training of another config stays where it is and trains anew under `out`. The training
+    then resumes from its checkpoints, and a resume refuses a checkpoint whose training fingerprint is
+    not its own, so a copy can only stand in for the same training."""
     source, out = Path(source), Path(out)
     if not source.is_dir():
         raise ConfigError(f"--reuse: {source} is not a directory; give an earlier run's --out")
@@ -70,10 +79,13 @@ def reuse(source: str | Path, out: str | Path, tags: Sequence[str]) -> list[str]
         raise ConfigError("--reuse: the same directory as --out; give an earlier run's --out")
     out.mkdir(parents=True, exist_ok=True)
     copied = []
-    for tag in tags:
-        if (source / tag).is_dir() and not (out / tag).exists():
-            shutil.rmtree(out / f".{tag}.tmp", ignore_errors=True)  # what a killed copy left
-            shutil.copytree(source / tag, out / f".{tag}.tmp")
-            os.replace(out / f".{tag}.tmp", out / tag)  # a kill leaves no half-copied training under its name
-            copied.append(tag)
+    for tag, fingerprint in wanted.items():
+        if not (source / tag).is_dir() or (out / tag).exists():
+            continue
+        if stored_fingerprint(source / tag) not in (None, fingerprint):
+            continue
+        shutil.rmtree(out / f".{tag}.tmp", ignore_errors=True)  # what a killed copy left
+        shutil.copytree(source / tag, out / f".{tag}.tmp")
+        os.replace(out / f".{tag}.tmp", out / tag)  # a kill leaves no half-copied training under its name
+        copied.append(tag)
     return copied

@@ -230,7 +230,7 @@ def report(
         print(f"- {key} per seed: {', '.join(str(v) for v in values)}")
     if getattr(args, "reuse", None):
         print(
-            f"- trainings taken from {args.reuse} (each resumed from its checkpoints, its fingerprint checked): {args.reused}"
+            f"- trainings taken from {args.reuse} (those of the same fingerprint, each resumed from its checkpoints): {args.reused}"
         )
     if proto:
         rows = {**vanilla, **{f"adversary: {label}": v for label, v in adversarial.items()}}

@@ -101,7 +101,7 @@ def setup_and_agents(
         [V1_BASE, f"pg.seed={trained}", f"pg.updates={updates}", *extra, *sets],
         [],
     )
-    config, keys, base = own if proto is None else proto.training(trained)
+    config, keys, base = own if proto is None else proto.training(trained, adversarial)
     if proto is not None and adversarial:
         base = [*base, "agents.1.adversarial=true"]
     setup = load_train(config, ["tracking.enabled=false", *keys], base, f"{out}/{tag}")
@@ -244,8 +244,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                            args.updates, on)  # fmt: skip
     if args.reuse:
         with protocol.one_line():
-            tags = [Path(setup_and_agents(*job)[0].out).name for job in jobs]
-            args.reused = f"{len(reuse(args.reuse, args.out, tags))} of {len(jobs)}"
+            wanted = {Path(s.out).name: s.fingerprint() for s in (setup_and_agents(*job)[0] for job in jobs)}
+            args.reused = f"{len(reuse(args.reuse, args.out, wanted))} of {len(jobs)}"
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         outcomes = list(pool.map(train_seed, *zip(*jobs, strict=True)))
     print(f"trained {len(jobs)} policies ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)

@@ -41,6 +41,7 @@ class Train(_Strict):
     config: Label  # the training YAML, relative to the repository
     set: list[str] = []  # training keys (`sweep train --set`), after the seed key the bench sets
     base_set: list[str] = []  # base-sweep overrides, appended to the config's `overrides`
+    adv_set: list[str] = []  # the cpp bench: training keys of the Adv-CPP trainings only, after `set`
     dataset: Label  # what the training resolves to (checked): its one dataset, split and limit
     split: Label
     limit: Annotated[int, Field(ge=1, strict=True)] | None
@@ -121,6 +122,8 @@ class Protocol(_Strict):
     def _consistent(self) -> Protocol:
         if self.adv_restarts > 1 and self.learner != "cpp":
             raise ValueError("adv_restarts: only the cpp bench trains Adv-CPP; remove it")
+        if self.train.adv_set and self.learner != "cpp":
+            raise ValueError("train.adv_set: only the cpp bench trains Adv-CPP; move its keys to train.set")
         for seed in (s + RESTART_STRIDE * r for s in self.train_seeds for r in range(1, self.adv_restarts)):
             if seed in self.train_seeds or seed in self.test_seeds:
                 raise ValueError(
@@ -142,12 +145,13 @@ class Protocol(_Strict):
                 f"test_seeds: {len(self.test_seeds)} for {len(self.train_seeds)} train_seeds; give one "
                 "test seed per training (the i-th policy is evaluated under the i-th test seed)"
             )
-        for i, item in enumerate(self.train.set):
-            if item.replace(" ", "").startswith((f"{TRAINERS[self.learner].name}.seed=", "output_dir=")):
-                raise ValueError(
-                    f"train.set[{i}]: '{item}' is the bench's to set (the seed from train_seeds, "
-                    "the dir from --out); remove it"
-                )
+        for key, sets in (("set", self.train.set), ("adv_set", self.train.adv_set)):
+            for i, item in enumerate(sets):
+                if item.replace(" ", "").startswith((f"{TRAINERS[self.learner].name}.seed=", "output_dir=")):
+                    raise ValueError(
+                        f"train.{key}[{i}]: '{item}' is the bench's to set (the seed from train_seeds, "
+                        "the dir from --out); remove it"
+                    )
         if (self.test.dataset, self.test.split) == (self.train.dataset, self.train.split):
             raise ValueError(f"test.split: '{self.test.split}' is the training's too; test on held-out items")
         known = TRAINERS[self.learner].reward_keys()
@@ -203,9 +207,11 @@ class Protocol(_Strict):
         for seed in (s for i, s in enumerate(c.seeds) if s in c.seeds[:i]):
             raise ValueError(f"adv_choice.seeds: seed {seed} appears twice; list each seed once")
 
-    def training(self, seed: int) -> tuple[Path, list[str], list[str]]:
-        """`load_train`'s config, training keys and base-sweep overrides for the training `seed`."""
-        sets = [f"{TRAINERS[self.learner].name}.seed={seed}", *self.train.set]
+    def training(self, seed: int, adversarial: bool = False) -> tuple[Path, list[str], list[str]]:
+        """`load_train`'s config, training keys and base-sweep overrides for the training `seed`
+        (`adversarial`: an Adv-CPP training, with `train.adv_set` after `train.set`)."""
+        own = self.train.adv_set if adversarial else []
+        sets = [f"{TRAINERS[self.learner].name}.seed={seed}", *self.train.set, *own]
         return ROOT / self.train.config, sets, [*self.train.base_set]
 
     def args(self, args: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -16,10 +16,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # bench/ is not an installed package
 
-from bench.cpp_restarts import choose, chosen, most_accurate, reuse  # noqa: E402
+from bench.cpp_restarts import choose, chosen, most_accurate, reuse, stored_fingerprint  # noqa: E402
 from bench.protocol import load_protocol  # noqa: E402
 from bench.protocol_bench import check_choice, header, pins  # noqa: E402
 from data.benchmarks.registry import load_benchmark  # noqa: E402
+from debate.policies import checkpoint as ckpt  # noqa: E402
+from debate.policies.fuseglu import build, weights_of  # noqa: E402
+from debate.policies.pruning import PruningArch  # noqa: E402
 from sweep.config.sweep import DatasetSpec  # noqa: E402
 from tests.test_protocols import _bench, _cpp_example, refusal, write  # noqa: E402
 
@@ -142,15 +145,27 @@ def test_reuse_copies_only_the_trainings_the_run_lacks(tmp_path: Path) -> None:
         (source / tag / "checkpoints" / "best.npz").write_bytes(tag.encode())
     (out / "vanilla-0").mkdir(parents=True)  # the run's own: never overwritten
     (out / ".adv-0.tmp").mkdir()  # what a killed copy left
-    assert reuse(source, out, ["vanilla-0", "adv-0", "adv-0-r1", "adv-1"]) == ["adv-0", "adv-0-r1"]
+    wanted = {"vanilla-0": "f0", "adv-0": "f1", "adv-0-r1": "f2", "adv-1": "f3"}
+    assert reuse(source, out, wanted) == ["adv-0", "adv-0-r1"]
     assert (out / "adv-0-r1" / "checkpoints" / "best.npz").read_bytes() == b"adv-0-r1"
     assert not (out / "vanilla-0" / "checkpoints").exists() and not (out / ".adv-0.tmp").exists()
     assert not (out / "adv-0" / "checkpoints" / "best.npz").samefile(
         source / "adv-0" / "checkpoints" / "best.npz"
     )
-    assert reuse(source, out, ["adv-0"]) == []
-    assert refusal(lambda: reuse(tmp_path / "none", out, [])).startswith("--reuse: ")
-    assert refusal(lambda: reuse(out, out, [])).startswith("--reuse: the same directory as --out")
+    assert reuse(source, out, {"adv-0": "f1"}) == []
+    assert refusal(lambda: reuse(tmp_path / "none", out, {})).startswith("--reuse: ")
+    assert refusal(lambda: reuse(out, out, {})).startswith("--reuse: the same directory as --out")
+
+
+def test_reuse_leaves_a_training_of_another_config_where_it_is(tmp_path: Path) -> None:
+    source, out = tmp_path / "earlier", tmp_path / "out"
+    arch = PruningArch(3, hidden=16)
+    for tag, update, fingerprint in (("adv-0", 2, "old"), ("adv-0", 4, "new"), ("vanilla-0", 4, "other")):
+        path = source / tag / "checkpoints" / f"policy-u{update:06d}.npz"
+        ckpt.save_checkpoint(path, arch.to_dict(), weights_of(build(arch, 0)), {"fingerprint": fingerprint})
+    assert stored_fingerprint(source / "adv-0") == "new"  # the newest checkpoint's
+    assert reuse(source, out, {"adv-0": "new", "vanilla-0": "new"}) == ["adv-0"]
+    assert (out / "adv-0").is_dir() and not (out / "vanilla-0").exists()
 
 
 @pytest.mark.slow
@@ -174,7 +189,7 @@ def test_the_cpp_bench_chooses_on_the_declared_items_and_reuses_an_earlier_runs_
         flags = ["--out", str(out), "--png", str(tmp_path / "p.png"), "--jobs", "1", *more]
         bench.main(["--protocol", str(path), *flags])
         printed.append(capsys.readouterr().out)
-    taken = f"- trainings taken from {first} (each resumed from its checkpoints, its fingerprint checked): 3 of 3\n"
+    taken = f"- trainings taken from {first} (those of the same fingerprint, each resumed from its checkpoints): 3 of 3\n"
     assert taken in printed[1] and "trainings taken from" not in printed[0]
     assert printed[1].replace(taken, "") == printed[0]  # the same trainings, the same choice, the same rows
     choice = r"adversarial: Adv-CPP restart tested \(accuracy of each on the choice items\) per seed: r[01] \([01]\.\d{3}, [01]\.\d{3}\)"

@@ -117,6 +117,7 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
         (_set("name", "other"), "name: 'other' is not the file's name", "after its file"),
         (_set("test.split", "rumad:dev"), "test.split: 'rumad:dev' is the training's too", "held-out"),
         (_set("train.set", ["ppo.seed=3"]), "train.set[0]: 'ppo.seed=3' is the bench's", "remove it"),
+        (_set("train.adv_set", ["ppo.updates=2"]), "train.adv_set: only the cpp bench", "train.set"),
         (
             _set("baselines.0.method", "oracel"),
             "baselines[0]: unknown method 'oracel'",
@@ -560,6 +561,27 @@ def test_a_reward_term_added_later_may_be_left_out_only_at_its_old_value(tmp_pat
     assert line.startswith("reward.final: the protocol leaves out (so) 0.0 but"), line
     p = load_protocol(write(tmp_path, lambda r: (final(r), r["reward"].update(final=2.0))))
     check_setup(p, cpp_setup(p), 2)
+
+
+def test_adv_set_reaches_the_adversarial_trainings_only(tmp_path: Path) -> None:
+    from sweep.train.pg_config import PGConfig
+
+    def adv(raw: dict[str, Any]) -> None:
+        _cpp_example(raw)
+        raw["train"]["adv_set"] = ["pg.action_states=true"]
+
+    p = load_protocol(write(tmp_path, adv))
+    setup = _bench("cpp_vs_full").setup_and_agents
+    states = {
+        adversarial: setup(0, 1, str(tmp_path / "out"), [], adversarial, p)[0]
+        .section("pg", PGConfig)
+        .action_states
+        for adversarial in (False, True)
+    }
+    assert states == {False: False, True: True}
+    seeded = write(tmp_path, lambda r: (adv(r), r["train"].update(adv_set=["pg.seed=3"])))
+    line = refusal(lambda: load_protocol(seeded))
+    assert line.startswith("train.adv_set[0]: 'pg.seed=3' is the bench's"), line
 
 
 @pytest.mark.parametrize("name", ["cpp-v5-main", "cpp-v5-full-replies", "cpp-v5-du-prompts"])
