@@ -112,11 +112,15 @@ class Protocol(_Strict):
     adv_restarts: Annotated[int, Field(ge=1, le=8, strict=True)] = 1
     # with it, the restart chosen is the most accurate on these items instead (bench/protocols/README.md)
     adv_choice: Choice | None = None
+    # the cpp bench: the Adv-CPP trainings' coefficients where they differ from `reward`
+    adv_reward: dict[str, Finite] = {}
 
-    def declared_reward(self) -> dict[str, float]:
+    def declared_reward(self, adversarial: bool = False) -> dict[str, float]:
         """Every coefficient the protocol declares: its file's, and those added to the learner's reward
-        after the first protocols that the file leaves out, at their old values."""
-        return {**getattr(TRAINERS[self.learner].reward, "ADDED", {}), **self.reward}
+        after the first protocols that the file leaves out, at their old values (`adversarial`: an
+        Adv-CPP training's, with `adv_reward` over them)."""
+        own = self.adv_reward if adversarial else {}
+        return {**getattr(TRAINERS[self.learner].reward, "ADDED", {}), **self.reward, **own}
 
     @model_validator(mode="after")
     def _consistent(self) -> Protocol:
@@ -124,6 +128,8 @@ class Protocol(_Strict):
             raise ValueError("adv_restarts: only the cpp bench trains Adv-CPP; remove it")
         if self.train.adv_set and self.learner != "cpp":
             raise ValueError("train.adv_set: only the cpp bench trains Adv-CPP; move its keys to train.set")
+        if self.adv_reward and self.learner != "cpp":
+            raise ValueError("adv_reward: only the cpp bench trains Adv-CPP; move its coefficients to reward")
         for seed in (s + RESTART_STRIDE * r for s in self.train_seeds for r in range(1, self.adv_restarts)):
             if seed in self.train_seeds or seed in self.test_seeds:
                 raise ValueError(
@@ -155,11 +161,12 @@ class Protocol(_Strict):
         if (self.test.dataset, self.test.split) == (self.train.dataset, self.train.split):
             raise ValueError(f"test.split: '{self.test.split}' is the training's too; test on held-out items")
         known = TRAINERS[self.learner].reward_keys()
-        for key in (k for k in self.reward if k not in known):
-            raise ValueError(
-                f"reward.{key}: unknown coefficient of {self.learner}{closest(key, known)}; "
-                f"known: {', '.join(known)}"
-            )
+        for section, given in (("reward", self.reward), ("adv_reward", self.adv_reward)):
+            for key in (k for k in given if k not in known):
+                raise ValueError(
+                    f"{section}.{key}: unknown coefficient of {self.learner}{closest(key, known)}; "
+                    f"known: {', '.join(known)}"
+                )
         missing = [k for k in known if k not in self.declared_reward()]
         if missing:
             raise ValueError(

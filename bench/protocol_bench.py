@@ -95,13 +95,15 @@ def check_setup(p: Protocol, setup: TrainSetup, rounds: int, updates: int | None
         raise ConfigError(
             f"--updates: {updates} contradicts protocol {p.name} ({setup.updates}, from {where}); drop the flag"
         )
-    declared_reward = p.declared_reward()
+    adversarial = bool(base.adversaries())  # an Adv-CPP training: `adv_reward` over `reward`
+    declared_reward = p.declared_reward(adversarial)
+    section = "adv_reward" if adversarial and p.adv_reward else "reward"
     for key, got in dataclasses.asdict(setup.rewards).items():
         declared = declared_reward.get(key)
         if declared != got:
-            said = "declares" if key in p.reward else "leaves out (so)"
+            said = "declares" if key in p.reward or key in p.adv_reward else "leaves out (so)"
             raise ConfigError(
-                f"reward.{key}: the protocol {said} {declared} but {where} resolves to {got}; "
+                f"{section}.{key}: the protocol {said} {declared} but {where} resolves to {got}; "
                 "declare what the training runs"
             )
 
@@ -181,8 +183,16 @@ def header(path: str | Path, p: Protocol) -> str:
         f"{p.train_seeds}; evaluated on {test.dataset} {test.split}[{span(test.offset, test.items)}] (shuffle seed "
         f"{test.shuffle_seed}), test seeds {p.test_seeds}"
         f"{f'; every method with {p.method_args}' if p.method_args else ''}"
-        f"{f'; Adv-CPP the best of {p.adv_restarts} trainings per seed {chosen_on(p)}' if p.adv_restarts > 1 else ''}\n"
+        f"{f'; Adv-CPP the best of {p.adv_restarts} trainings per seed {chosen_on(p)}' if p.adv_restarts > 1 else ''}"
+        f"{adv_own(p)}\n"
     )
+
+
+def adv_own(p: Protocol) -> str:
+    """What the Adv-CPP trainings alone are given (`train.adv_set`, `adv_reward`), in words; "" if nothing."""
+    own = [f"with {', '.join(p.train.adv_set)}"] if p.train.adv_set else []
+    own += [f"reward {p.adv_reward} over the rest"] if p.adv_reward else []
+    return f"; Adv-CPP trained {' and '.join(own)}" if own else ""
 
 
 def span(offset: int, items: int) -> str:

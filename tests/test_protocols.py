@@ -118,6 +118,7 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
         (_set("test.split", "rumad:dev"), "test.split: 'rumad:dev' is the training's too", "held-out"),
         (_set("train.set", ["ppo.seed=3"]), "train.set[0]: 'ppo.seed=3' is the bench's", "remove it"),
         (_set("train.adv_set", ["ppo.updates=2"]), "train.adv_set: only the cpp bench", "train.set"),
+        (_set("adv_reward", {"alpha_accuracy": 2.0}), "adv_reward: only the cpp bench", "to reward"),
         (
             _set("baselines.0.method", "oracel"),
             "baselines[0]: unknown method 'oracel'",
@@ -563,22 +564,34 @@ def test_a_reward_term_added_later_may_be_left_out_only_at_its_old_value(tmp_pat
     check_setup(p, cpp_setup(p), 2)
 
 
-def test_adv_set_reaches_the_adversarial_trainings_only(tmp_path: Path) -> None:
+def test_adv_set_and_adv_reward_reach_the_adversarial_trainings_only(tmp_path: Path) -> None:
+    from bench.protocol_bench import check_setup, header
     from sweep.train.pg_config import PGConfig
 
     def adv(raw: dict[str, Any]) -> None:
         _cpp_example(raw)
-        raw["train"]["adv_set"] = ["pg.action_states=true"]
+        raw["train"]["adv_set"] = ["pg.action_states=true", "reward.final=5"]
+        raw["adv_reward"] = {"final": 5.0}
 
-    p = load_protocol(write(tmp_path, adv))
+    path = write(tmp_path, adv)
+    p = load_protocol(path)
     setup = _bench("cpp_vs_full").setup_and_agents
-    states = {
-        adversarial: setup(0, 1, str(tmp_path / "out"), [], adversarial, p)[0]
-        .section("pg", PGConfig)
-        .action_states
-        for adversarial in (False, True)
-    }
+    setups = {a: setup(0, 1, str(tmp_path / "out"), [], a, p)[0] for a in (False, True)}
+    states = {a: s.section("pg", PGConfig).action_states for a, s in setups.items()}
     assert states == {False: False, True: True}
+    assert {a: s.rewards.final for a, s in setups.items()} == {False: 0.0, True: 5.0}
+    for s in setups.values():
+        check_setup(p, s, 2)  # each training resolves to what the protocol declares for it
+    said = "; Adv-CPP trained with pg.action_states=true, reward.final=5 and reward {'final': 5.0} over the rest\n"
+    assert header(path, p).endswith(said)
+    p = load_protocol(write(tmp_path, lambda r: (adv(r), r.pop("adv_reward"))))
+    honest, adversarial = (setup(0, 1, str(tmp_path / "o2"), [], a, p)[0] for a in (False, True))
+    check_setup(p, honest, 2)
+    line = refusal(lambda: check_setup(p, adversarial, 2))
+    assert line.startswith("reward.final: the protocol leaves out (so) 0.0 but"), line
+    typo = write(tmp_path, lambda r: (adv(r), r.update(adv_reward={"finl": 5.0})))
+    line = refusal(lambda: load_protocol(typo))
+    assert line.startswith("adv_reward.finl: unknown coefficient of cpp (did you mean 'final'?)"), line
     seeded = write(tmp_path, lambda r: (adv(r), r["train"].update(adv_set=["pg.seed=3"])))
     line = refusal(lambda: load_protocol(seeded))
     assert line.startswith("train.adv_set[0]: 'pg.seed=3' is the bench's"), line
