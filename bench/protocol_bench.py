@@ -101,7 +101,9 @@ def check_setup(p: Protocol, setup: TrainSetup, rounds: int, updates: int | None
     for key, got in dataclasses.asdict(setup.rewards).items():
         declared = declared_reward.get(key)
         if declared != got:
-            said = "declares" if key in p.reward or key in p.adv_reward else "leaves out (so)"
+            said = (
+                "declares" if key in p.reward or (adversarial and key in p.adv_reward) else "leaves out (so)"
+            )
             raise ConfigError(
                 f"{section}.{key}: the protocol {said} {declared} but {where} resolves to {got}; "
                 "declare what the training runs"
