@@ -228,9 +228,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         if choice
         else []
     )
+    with protocol.one_line():  # each training's setup, once: the protocol's checks and --reuse read them
+        setups = [setup_and_agents(*job)[0] for job in jobs] if proto or args.reuse else []
     if proto:
         with protocol.one_line():
-            setups = [setup_and_agents(*job)[0] for job in jobs]
             if restarts > 1 and choice is None and any(s.cfg.eval_every == 0 for s in setups):
                 raise ConfigError(
                     "adv_restarts: choosing a restart needs evaluations; set eval_every > 0 in train.set"
@@ -244,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                            args.updates, on)  # fmt: skip
     if args.reuse:
         with protocol.one_line():
-            wanted = {Path(s.out).name: s.fingerprint() for s in (setup_and_agents(*job)[0] for job in jobs)}
+            wanted = {Path(s.out).name: s.fingerprint() for s in setups}
             args.reused = f"{len(reuse(args.reuse, args.out, wanted))} of {len(jobs)}"
     with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         outcomes = list(pool.map(train_seed, *zip(*jobs, strict=True)))

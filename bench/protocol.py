@@ -124,12 +124,14 @@ class Protocol(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Protocol:
-        if self.adv_restarts > 1 and self.learner != "cpp":
-            raise ValueError("adv_restarts: only the cpp bench trains Adv-CPP; remove it")
-        if self.train.adv_set and self.learner != "cpp":
-            raise ValueError("train.adv_set: only the cpp bench trains Adv-CPP; move its keys to train.set")
-        if self.adv_reward and self.learner != "cpp":
-            raise ValueError("adv_reward: only the cpp bench trains Adv-CPP; move its coefficients to reward")
+        adv_only = (
+            ("adv_restarts", self.adv_restarts > 1, "remove it"),
+            ("train.adv_set", self.train.adv_set, "move its keys to train.set"),
+            ("adv_reward", self.adv_reward, "move its coefficients to reward"),
+        )
+        for key, given, fix in adv_only:
+            if given and self.learner != "cpp":
+                raise ValueError(f"{key}: only the cpp bench trains Adv-CPP; {fix}")
         for seed in (s + RESTART_STRIDE * r for s in self.train_seeds for r in range(1, self.adv_restarts)):
             if seed in self.train_seeds or seed in self.test_seeds:
                 raise ValueError(

@@ -96,14 +96,12 @@ def check_setup(p: Protocol, setup: TrainSetup, rounds: int, updates: int | None
             f"--updates: {updates} contradicts protocol {p.name} ({setup.updates}, from {where}); drop the flag"
         )
     adversarial = bool(base.adversaries())  # an Adv-CPP training: `adv_reward` over `reward`
-    declared_reward = p.declared_reward(adversarial)
-    section = "adv_reward" if adversarial and p.adv_reward else "reward"
+    declared_reward, own = p.declared_reward(adversarial), p.adv_reward if adversarial else {}
     for key, got in dataclasses.asdict(setup.rewards).items():
         declared = declared_reward.get(key)
         if declared != got:
-            said = (
-                "declares" if key in p.reward or (adversarial and key in p.adv_reward) else "leaves out (so)"
-            )
+            section = "adv_reward" if key in own else "reward"
+            said = "declares" if key in p.reward or key in own else "leaves out (so)"
             raise ConfigError(
                 f"{section}.{key}: the protocol {said} {declared} but {where} resolves to {got}; "
                 "declare what the training runs"
