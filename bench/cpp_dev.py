@@ -1,6 +1,6 @@
 """Try a CPP training variant before declaring it: train (as `sweep train`, in-process, resuming from
 its checkpoints) and evaluate on development items — items of the training split after the ones it
-trains on, never test items — beside Full-Debate and two `confidence_keep` rules, on the same items
+trains on, never test items — beside Full-Debate and three `confidence_keep` rules, on the same items
 and seeds. What a protocol then declares is run on the test items by bench/cpp_vs_full.py.
 
     .venv/bin/python bench/cpp_dev.py --name main                         # the training config as is
@@ -119,6 +119,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         "Full-Debate": build_method("fixed", {"topology": "clique", **SHARED}),
         "confidence_keep 4/2": build_method("confidence_keep", SHARED),
         "confidence_keep 3/3": build_method("confidence_keep", {**SHARED, "keep_at": 3, "hide_own_at": 3}),
+        # the cheapest rule at Full-Debate's accuracy on the test items (docs/methods/cpp.md)
+        "confidence_keep 3/3, skip agreeing": build_method(
+            "confidence_keep", {**SHARED, "keep_at": 3, "hide_own_at": 3, "skip_agreeing": True}
+        ),
         **(
             {}
             if args.adversary is None
