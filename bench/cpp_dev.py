@@ -43,7 +43,7 @@ from debate.methods import Method, build_method  # noqa: E402
 from sweep.config.sweep import ConfigError  # noqa: E402
 from sweep.engines.pool import local_agents  # noqa: E402
 from sweep.train.behaviour import seats  # noqa: E402
-from sweep.train.config import load_train  # noqa: E402
+from sweep.train.config import TrainSetup, load_train  # noqa: E402
 from sweep.train.pg import train  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,33 +82,53 @@ def evaluate(
     return np.array(asyncio.run(run())), by_kind
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def dev_parser(doc: str | None, name_help: str, set_help: str) -> argparse.ArgumentParser:
+    """The options every development-items script shares: the training (config, name, keys, output
+    dir) and the development items (offset in the train split, count, seeds)."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", default="examples/train_cpp_main.yaml")
-    p.add_argument("--name", required=True, help="the variant's name: its output dir under --out")
-    p.add_argument("--set", action="append", default=[], help="a training key, as sweep train --set")
+    p.add_argument("--name", required=True, help=name_help)
+    p.add_argument("--set", action="append", default=[], help=set_help)
     p.add_argument("--out", default="runs/cpp-dev")
     p.add_argument("--offset", type=int, default=1000, help="first development item of the train split")
     p.add_argument("--items", type=int, default=500)
     p.add_argument("--seeds", type=int, nargs="+", default=[50, 51])
+    return p
+
+
+def load_dev(p: argparse.ArgumentParser, args: argparse.Namespace, base: list[str]) -> TrainSetup:
+    """The training `args` name (BASE_SET, then --set; `base` on the base sweep), refused in one line
+    when it does not load or when the development items overlap the items it trains on."""
+    try:
+        setup = load_train(
+            str(ROOT / args.config),
+            ["tracking.enabled=false", *BASE_SET, *args.set],
+            base,
+            str(Path(args.out) / args.name),
+        )
+    except ConfigError as e:
+        p.error(str(e))
+    ds = setup.base.datasets[0]
+    if ds.split != "train" or (ds.limit or 0) > args.offset:
+        p.error(f"--offset: the training reads {ds.split}[:{ds.limit}]; development items must come after it")
+    return setup
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    p = dev_parser(
+        __doc__, "the variant's name: its output dir under --out", "a training key, as sweep train --set"
+    )
     p.add_argument("--adversary", type=int, default=None, help="agents entry N adversarial (Adv-CPP)")
     args = p.parse_args(argv)
     out = Path(args.out) / args.name
     base = [] if args.adversary is None else [f"agents.{args.adversary}.adversarial=true"]
-    try:
-        setup = load_train(
-            str(ROOT / args.config), ["tracking.enabled=false", *BASE_SET, *args.set], base, str(out)
-        )
-    except ConfigError as e:
-        p.error(str(e))
+    setup = load_dev(p, args, base)
     adversaries = sorted(setup.base.adversaries())
     if args.adversary is not None and len(adversaries) != 1:
         p.error(
             f"--adversary: agents entry {args.adversary} makes {len(adversaries)} adversarial seats; give an entry of one seat"
         )
     ds = setup.base.datasets[0]
-    if ds.split != "train" or (ds.limit or 0) > args.offset:
-        p.error(f"--offset: the training reads {ds.split}[:{ds.limit}]; development items must come after it")
     agents = local_agents(setup.base)
     start = time.monotonic()
     train(setup, agents, console=Console(stderr=True, quiet=True))

@@ -22,7 +22,6 @@ its checkpoints and trains nothing.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 from collections.abc import Sequence
@@ -32,20 +31,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from anywhere
 
-from bench.cpp_dev import BASE_SET, SHARED  # noqa: E402
+from bench.cpp_dev import SHARED, dev_parser, load_dev  # noqa: E402
 from data.benchmarks.registry import load_benchmark  # noqa: E402
 from data.grading.graders import grader_for  # noqa: E402
 from debate.action_states import action_correctness  # noqa: E402
 from debate.cpp_reward import CppReward, returns  # noqa: E402
 from debate.episode import Agent, run_episode  # noqa: E402
 from debate.methods import Method, build_method  # noqa: E402
-from sweep.config.sweep import ConfigError  # noqa: E402
 from sweep.engines.pool import local_agents  # noqa: E402
 from sweep.train.behaviour import seats  # noqa: E402
-from sweep.train.config import load_train  # noqa: E402
 from sweep.train.pg_config import PGConfig  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def score(
@@ -74,28 +69,18 @@ def score(
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", default="examples/train_cpp_main.yaml")
-    p.add_argument("--name", required=True, help="a bench/cpp_dev.py training: its output dir under --out")
-    p.add_argument("--set", action="append", default=[], help="the training's keys, as bench/cpp_dev.py")
-    p.add_argument("--out", default="runs/cpp-dev")
-    p.add_argument("--offset", type=int, default=1000, help="first development item of the train split")
-    p.add_argument("--items", type=int, default=500)
-    p.add_argument("--seeds", type=int, nargs="+", default=[50, 51])
+    p = dev_parser(
+        __doc__,
+        "a bench/cpp_dev.py training: its output dir under --out",
+        "the training's keys, as bench/cpp_dev.py",
+    )
     args = p.parse_args(argv)
     out = Path(args.out) / args.name
-    try:
-        setup = load_train(
-            str(ROOT / args.config), ["tracking.enabled=false", *BASE_SET, *args.set], [], str(out)
-        )
-    except ConfigError as e:
-        p.error(str(e))
+    setup = load_dev(p, args, [])
     for file in (out / "policy.npz", out / "checkpoints" / "best.npz"):
         if not file.is_file():
             p.error(f"--name: {file} is missing; train it first with bench/cpp_dev.py --name {args.name}")
     ds = setup.base.datasets[0]
-    if ds.split != "train" or (ds.limit or 0) > args.offset:
-        p.error(f"--offset: the training reads {ds.split}[:{ds.limit}]; development items must come after it")
     probe = setup.section("pg", PGConfig).action_states
     team = seats(setup, local_agents(setup.base))
     samples = load_benchmark(ds.name, "train", limit=args.items, offset=args.offset, seed=ds.seed)
