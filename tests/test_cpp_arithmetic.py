@@ -25,6 +25,7 @@ from debate.trajectory import EpisodeResult, RoundRecord
 from sweep.train.config import TrainSetup
 from sweep.train.pg import Actions, collect, pg_update
 from sweep.train.pg_config import PGConfig
+from sweep.train.pg_update import advantages
 
 # --- truncation caps ---
 
@@ -279,3 +280,32 @@ def test_reusing_samples_without_the_clip_is_refused() -> None:
         with pytest.raises(ValueError, match="pg.clip: epochs or minibatches > 1 reuse samples off-policy"):
             PGConfig(**keys)
     assert PGConfig(epochs=4, minibatches=4, clip=0.2).clip == 0.2
+
+
+def test_a_group_baseline_is_the_mean_of_the_same_items_episodes_at_the_same_decision() -> None:
+    def batch(returns_: list[float], items: list[int], slots: list[int], agents: list[int]) -> Actions:
+        size = len(returns_)
+        return Actions(
+            agents=torch.tensor(agents),
+            queries=torch.zeros(size, 1),
+            candidates=torch.zeros(size, 1),
+            kept=torch.zeros(size),
+            returns=torch.tensor(returns_, dtype=torch.float32),
+            slots=torch.tensor(slots),
+            metrics={},
+            items=torch.tensor(items),
+        )
+
+    raw = PGConfig(norm_returns=False)
+    # two items, each run twice, two decisions an episode: (3, 1), (5, 1) | (10, 0), (0, 0)
+    b = batch([3, 1, 5, 1, 10, 0, 0, 0], [0, 0, 0, 0, 1, 1, 1, 1], [0, 1] * 4, [0] * 8)
+    np.testing.assert_allclose(advantages(b, raw).numpy(), [-1, 0, 1, 0, 5, 0, -5, 0])
+    # the slot baseline pools the items: slot 0's mean is 4.5
+    b.items = None
+    assert advantages(b, PGConfig()).numpy()[0] != advantages(b, raw).numpy()[0]
+    np.testing.assert_allclose(advantages(b, PGConfig(norm_returns=False)).numpy(), [3, 1, 5, 1, 10, 0, 0, 0])
+    # readers are their own decisions: agent 0's mean 2, agent 1's 7
+    b = batch([1, 5, 3, 9], [0] * 4, [0] * 4, [0, 1, 0, 1])
+    np.testing.assert_allclose(advantages(b, raw).numpy(), [-1, -2, 1, 2])
+    normed = advantages(b, PGConfig()).numpy()
+    np.testing.assert_allclose(normed, np.array([-1, -2, 1, 2]) / np.std([-1, -2, 1, 2], ddof=1), rtol=1e-6)

@@ -87,6 +87,8 @@ def run(path: Path, *sets: str, **kw: Any) -> Any:
         (["pg.clip=-0.1"], "pg.clip"),
         (["pg.epochs=0", "pg.clip=0.2"], "pg.epochs"),
         (["method.args.author_tag=2"], "author_tag must be true, false or null"),
+        (["pg.group_size=4"], r"pg.group_size: 4 does not divide pg.episodes_per_update \(6\)"),
+        (["pg.group_size=0"], "pg.group_size"),
     ],
 )
 def test_bad_cpp_training_configs_are_one_line_errors(tmp_path: Path, sets: list[str], message: str) -> None:
@@ -194,6 +196,33 @@ def test_returns_of_the_batch_are_the_trajectorys(tmp_path: Path) -> None:
     assert batch.kept.shape == (3 * 2 * 9,) and batch.queries.shape == (3 * 2 * 9, 384)
     flipped = pg.collect(results, dataclasses.replace(setup.rewards, k=1.0))
     assert not torch.equal(flipped.returns, batch.returns)  # k reaches the returns
+
+
+def test_a_group_runs_each_item_several_times_and_marks_its_actions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from sweep.train.rollouts import rollout_tasks, run_rollouts, training_items
+
+    plain = load_train(write(tmp_path))
+    assert plain.fingerprint() == load_train(write(tmp_path), ["pg.group_size=1"]).fingerprint()
+    setup = load_train(write(tmp_path), ["pg.group_size=2"])
+    assert setup.fingerprint() != plain.fingerprint()
+    arch = PruningArch(3, hidden=16)
+    router = pg.CppPolicyRouter(setup.method.router, pg.Pruner(pg.build(arch, 0), "t"), sample=True)  # type: ignore[arg-type]
+    tasks = rollout_tasks(setup, training_items(setup), router, 1, 4, np.random.default_rng(0), 2)  # type: ignore[arg-type]
+    assert [t.sample.id for t in tasks[::2]] == [t.sample.id for t in tasks[1::2]]
+    kept: list[int] = []
+    results = asyncio.run(run_rollouts(tasks, agents_for(setup), 4, kept=kept))
+    batch = pg.collect(results, setup.rewards, None, np.asarray(kept) // 2)
+    assert batch.items is not None and batch.items.tolist() == [0] * 36 + [1] * 36  # 2 episodes x 2 x 9
+    # the training draws episodes_per_update / group_size items, each run group_size times
+    seen: list[Any] = []
+    collect = pg.collect
+    monkeypatch.setattr(pg, "collect", lambda *a: seen.append(a[3:]) or collect(*a))
+    out = run(write(tmp_path), "pg.updates=1", "pg.group_size=2", f"output_dir={tmp_path / 'g'}")
+    assert out.history[0]["episodes"] == 6 and seen[0][0].tolist() == [0, 0, 1, 1, 2, 2]
 
 
 def test_action_states_score_the_batch_only_when_asked(tmp_path: Path) -> None:

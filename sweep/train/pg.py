@@ -10,15 +10,18 @@ whose lengths the checkpoint keeps for truncation. Per update u:
 
 1. k_u = `pg.first_stage_k` for the first `pg.first_stage_updates` updates, then `reward.k` (the
    two-stage schedule); the entropy coefficient is `entropy_coef * entropy_decay**(u - 1)`;
-2. draw `episodes_per_update` training items (each with its own episode seed) and run them;
-3. read every action back from the decision records (agent, query and candidate embeddings, kept),
-   score it with Table 1 and accumulate its return over appendix A's dependencies
-   (`debate.cpp_reward.returns`, a pure function of the trajectory; with `pg.action_states`, of the
-   states after every action too, which `debate.action_states` measures after the episodes);
+2. draw `episodes_per_update` training items (each with its own episode seed) and run them (with
+   `pg.group_size` > 1, episodes_per_update / group_size items, each run group_size times);
+3. read every action back from the decision records (agent, query and candidate embeddings, kept;
+   `sweep.train.pg_update.collect`), score it with Table 1 and accumulate its return over appendix
+   A's dependencies (`debate.cpp_reward.returns`, a pure function of the trajectory; with
+   `pg.action_states`, of the states after every action too, which `debate.action_states` measures
+   after the episodes);
 4. the policy step (`sweep.train.pg_update`): by default one gradient step on
    -mean(G * log p(a)) - c_u * mean(H(p))  (with `norm_returns`, G less the batch's mean return of
    the same (round, position) — a baseline, ours: an early action gathers more dependents' rewards
-   than a late one — scaled by the batch's std), gradients clipped at `max_grad_norm`; with
+   than a late one — scaled by the batch's std; with `pg.group_size` > 1, less the mean return of
+   the same item's episodes at the same decision), gradients clipped at `max_grad_norm`; with
    `pg.clip` > 0, `pg.epochs` passes of `pg.minibatches` steps each on PPO's clipped surrogate;
 5. record the state (`sweep.train.state`), then log the update's metrics to MLflow — so a training
    killed at any moment resumes from its last update.
@@ -39,7 +42,6 @@ from rich.console import Console
 
 from data.grading.graders import grader_for
 from debate.action_states import Spend, action_correctness
-from debate.cpp_reward import CppReward, kept_matrix, returns
 from debate.episode import Agent
 from debate.policies.fuseglu import Pruner, PruningNet, build, load_weights
 from debate.policies.pruning import PruningArch
@@ -50,7 +52,9 @@ from sweep.train import state
 from sweep.train.behaviour import author_tag, behaviour
 from sweep.train.config import TrainSetup
 from sweep.train.pg_config import CppPolicyConfig, PGConfig
-from sweep.train.pg_update import Actions, pg_update
+from sweep.train.pg_update import Actions as Actions  # re-exported, as collect
+from sweep.train.pg_update import collect as collect
+from sweep.train.pg_update import pg_update
 from sweep.train.progress import TrainProgress
 from sweep.train.rollouts import rollout_tasks, run_rollouts, training_items
 from sweep.train.run import TrainOutcome
@@ -101,9 +105,11 @@ async def rollouts(
     agents: Mapping[str, Agent],
     on_progress: Callable[[Any], None],
     spend: Spend | None = None,
+    kept: list[int] | None = None,
 ) -> tuple[list[EpisodeResult], list[np.ndarray] | None]:
-    """The finished episodes of `tasks`, and their states after every action (`action_states`)."""
-    kept: list[int] = []
+    """The finished episodes of `tasks`, and their states after every action (`action_states`);
+    `kept`, if given, receives the indices of the tasks that finished."""
+    kept = [] if kept is None else kept
     results = await run_rollouts(tasks, agents, setup.base.concurrency, on_progress, kept)
     return results, await action_states(setup, [tasks[j] for j in kept], results, agents, spend)
 
@@ -116,59 +122,6 @@ def probe_metrics(spend: Spend, episodes: int) -> dict[str, float]:
         "probe_tokens_per_task": (spend.prompt_tokens + spend.completion_tokens) / n,
         "probe_cost_per_task": spend.cost / n,
     }
-
-
-def collect(
-    results: list[EpisodeResult], reward: CppReward, states: list[np.ndarray] | None = None
-) -> Actions:
-    """Every action of finished episodes with its return, and the rollout's metrics (`states`: each
-    episode's states after every action, `action_states`)."""
-    agents, queries, cands, kept, rets, probs, slots, authors, cues = [], [], [], [], [], [], [], [], []
-    totals, own, owners, edges = [], 0, 0, 0
-    for e, res in enumerate(results):
-        rewards, g = returns(res.trajectory, reward, None if states is None else states[e])
-        totals.append(float(rewards.sum()))
-        rets.append(g)
-        for t, rec in enumerate(res.trajectory[1:]):
-            assert rec.decision is not None
-            record, flags = rec.decision.record, kept_matrix(rec)
-            n = flags.shape[0]
-            agents.append(np.repeat(np.arange(n), n))
-            slots.append(t * n + np.tile(np.arange(n), n))
-            queries.append(np.asarray(record["_queries"]).reshape(n * n, -1))
-            cands.append(np.asarray(record["_candidates"]).reshape(n * n, -1))
-            cues.append(np.asarray(record["_cues"]).reshape(n * n, 4))
-            kept.append(flags.reshape(-1))
-            probs += [entry[2] for row in record["keep"] for entry in row]
-            authors += [entry[0] for row in record["keep"] for entry in row]
-            own, owners = own + int(flags[:, 0].sum()), owners + n
-            edges += int(flags.sum())
-    n_ep, p = max(1, len(results)), np.clip(np.asarray(probs, dtype=np.float64), 1e-9, 1 - 1e-9)
-    decisions = max(1, len(probs))
-    metrics = {
-        "episodes": float(len(results)),
-        "return": float(np.mean(totals)) if totals else 0.0,
-        "accuracy": sum(r.correct for r in results) / n_ep,
-        "accuracy_round0": sum(r.round_correct[0] for r in results) / n_ep,
-        "cost_per_task": sum(r.cost for r in results) / n_ep,
-        "tokens_per_task": sum(r.prompt_tokens + r.completion_tokens for r in results) / n_ep,
-        "kept_edges": edges / n_ep,  # the paper's "Edge": decisions kept per episode, own included
-        "keep_rate": edges / decisions,
-        "own_keep_rate": own / max(1, owners),
-        "entropy": float(np.mean(-(p * np.log(p) + (1 - p) * np.log(1 - p)))) if probs else 0.0,
-    }
-    tn = torch.from_numpy
-    return Actions(
-        tn(np.concatenate(agents)).long(),
-        tn(np.concatenate(queries)).float(),
-        tn(np.concatenate(cands)).float(),
-        tn(np.concatenate(kept).astype(np.float32)),
-        tn(np.concatenate(rets)).float(),
-        tn(np.concatenate(slots)).long(),
-        metrics,
-        torch.as_tensor(authors, dtype=torch.long),
-        tn(np.concatenate(cues)).long() if cues else None,
-    )
 
 
 async def run(
@@ -225,11 +178,13 @@ async def run(
         t0 = time.perf_counter()
         k, ent_coef = stage_k(setup, update), cfg.entropy_coef * cfg.entropy_decay ** (update - 1)  # 1.
         router = CppPolicyRouter(params, Pruner(net, f"training-u{update}"), sample=True)
-        tasks = rollout_tasks(setup, items, router, update, cfg.episodes_per_update, rng)
+        group = cfg.group_size  # each drawn item runs `group` times in a row
+        tasks = rollout_tasks(setup, items, router, update, cfg.episodes_per_update, rng, group)
         progress.phase_start(f"update {update}/{cfg.updates}: rollouts", len(tasks))
-        spend = Spend()
-        results, states = await rollouts(setup, tasks, agents, progress.on_progress, spend)  # 2.
-        batch = collect(results, dataclasses.replace(setup.rewards, k=k), states)  # 3.
+        spend, done = Spend(), list[int]()
+        results, states = await rollouts(setup, tasks, agents, progress.on_progress, spend, done)  # 2.
+        groups = np.asarray(done) // group if group > 1 else None
+        batch = collect(results, dataclasses.replace(setup.rewards, k=k), states, groups)  # 3.
         losses = pg_update(net, optimizer, batch, setup, ent_coef, update)  # 4.
         metrics = {
             "update": float(update),

@@ -32,10 +32,18 @@ class PGConfig(_Strict):
     (`sweep.train.pg_update`); 0 is one plain REINFORCE step, as before those keys existed.
     `action_states` scores each action on the agent's answer before and after that action
     (`debate.action_states`: the agent asked again, at its round's seed, on what it had kept by then)
-    instead of its round's; it costs n - 1 more calls per agent and debate round, in training only."""
+    instead of its round's; it costs n - 1 more calls per agent and debate round, in training only.
+    `group_size` > 1 runs each drawn item that many times per update, and each return's baseline is the
+    mean return of its item's episodes at the same decision (`sweep.train.pg_update`)."""
 
     # keys added after trainings were stored: a fingerprint leaves each out while it holds this value
-    ADDED: ClassVar[dict[str, Any]] = {"epochs": 1, "minibatches": 1, "clip": 0.0, "action_states": False}
+    ADDED: ClassVar[dict[str, Any]] = {
+        "epochs": 1,
+        "minibatches": 1,
+        "clip": 0.0,
+        "action_states": False,
+        "group_size": 1,
+    }
 
     updates: lim.Updates = 60  # <= 1e6
     episodes_per_update: lim.Episodes = 32  # <= 1e5
@@ -51,6 +59,8 @@ class PGConfig(_Strict):
     minibatches: lim.Episodes = 1  # steps per pass, on shuffled equal parts of the actions
     clip: lim.Finite = Field(0.0, ge=0, le=10)  # PPO's ratio clip; 0: plain REINFORCE, one step
     action_states: lim.StrictBool = False  # each action's own before/after pair (§3.2.1), not its round's
+    # > 1: each item runs this many times per update, its episodes' mean return the baseline (ours)
+    group_size: lim.Episodes = 1
 
     @model_validator(mode="after")
     def _reuse_needs_the_clip(self) -> PGConfig:
@@ -58,6 +68,11 @@ class PGConfig(_Strict):
             raise ValueError(
                 "pg.clip: epochs or minibatches > 1 reuse samples off-policy; set pg.clip (e.g. 0.2) "
                 "for the clipped surrogate, or epochs and minibatches to 1"
+            )
+        if self.episodes_per_update % self.group_size:
+            raise ValueError(
+                f"pg.group_size: {self.group_size} does not divide pg.episodes_per_update "
+                f"({self.episodes_per_update}); set a divisor, e.g. pg.group_size=4"
             )
         return self
 
