@@ -91,6 +91,8 @@ class PruningNet(nn.Module):
             )
         if self.arch.confidence_cues and cues is None:
             raise ValueError("cpp policy: confidence_cues needs each decision's cues")
+        if not self.arch.content:  # no text read: a table over the seat and cue features
+            q, r = torch.zeros_like(q), torch.zeros_like(r)
         if self.arch.author_seat:
             r = r + self.author[authors]
         h = self.fuse_response(self.fuse_query(self.behaviour[agents], q), r)

@@ -4,7 +4,7 @@ paper's main method does not have), whether it also learns an embedding of each 
 seat (`author_seat`, ours: a seat feature, as RUMAD-G's) or a keep bias per (reader, author) pair
 (`seat_trust`, ours) or a keep bias per confidence cue (`confidence_cues`, ours: whether the
 candidate is the reader's own response, whether its answer is the reader's, and both stated
-confidences — what `confidence_keep` reads), the team it was made for (one behaviour embedding per seat), and each seat's
+confidences — what `confidence_keep` reads) or reads no text at all (`content` false, ours), the team it was made for (one behaviour embedding per seat), and each seat's
 output lengths on the validation questions its behaviour embeddings were initialised from (App. C's
 truncation reads their quantiles). Config validation, checkpoints and truncation caps read this
 without loading torch.
@@ -53,6 +53,9 @@ class PruningArch:
     # a trained keep bias per (own response?, same answer?, reader's confidence, author's confidence) (ours)
     confidence_cues: bool = False
     author_bias: bool = False  # a trained keep bias per author seat, shared by every reader (ours)
+    # false: the network reads no text, its query and response embeddings zeroed; what is left is
+    # the reader's behaviour embedding and the seat and cue features (ours: a learned rule of thumb)
+    content: bool = True
     # a checkpoint's bytes as before each option
     ADDED: ClassVar[dict[str, Any]] = {
         "author_tag": True,
@@ -60,6 +63,7 @@ class PruningArch:
         "seat_trust": False,
         "confidence_cues": False,
         "author_bias": False,
+        "content": True,
     }
 
     def __post_init__(self) -> None:

@@ -89,7 +89,10 @@ class CppPolicyConfig(_Strict):
     `confidence_cues` (ours, off by default): it also learns a keep bias per cell of the cues
     `confidence_keep` reads (own response or a peer's, same answer or not, both stated confidences).
     `author_bias` (ours, off by default): it also learns a keep bias per author seat, one for every
-    reader (what one reader learns of an author moves them all)."""
+    reader (what one reader learns of an author moves them all). `content` false (ours, true by
+    default): the network reads no text (query and response embeddings zeroed), only the reader's
+    behaviour embedding and whichever seat and cue features are on: a rule of thumb learned from the
+    reward."""
 
     # fingerprints as before each option
     ADDED: ClassVar[dict[str, Any]] = {
@@ -97,6 +100,7 @@ class CppPolicyConfig(_Strict):
         "seat_trust": False,
         "confidence_cues": False,
         "author_bias": False,
+        "content": True,
     }
 
     encoder: str = "hashed"
@@ -108,6 +112,7 @@ class CppPolicyConfig(_Strict):
     seat_trust: lim.StrictBool = False
     confidence_cues: lim.StrictBool = False
     author_bias: lim.StrictBool = False
+    content: lim.StrictBool = True
 
     @field_validator("encoder")
     @classmethod
