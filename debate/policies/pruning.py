@@ -4,10 +4,10 @@ paper's main method does not have), whether it also learns an embedding of each 
 seat (`author_seat`, ours: a seat feature, as RUMAD-G's) or a keep bias per (reader, author) pair
 (`seat_trust`, ours) or a keep bias per confidence cue (`confidence_cues`, ours: whether the
 candidate is the reader's own response, whether its answer is the reader's, and both stated
-confidences — what `confidence_keep` reads) or reads no text at all (`content` false, ours), the team it was made for (one behaviour embedding per seat), and each seat's
-output lengths on the validation questions its behaviour embeddings were initialised from (App. C's
-truncation reads their quantiles). Config validation, checkpoints and truncation caps read this
-without loading torch.
+confidences — what `confidence_keep` reads), whether it reads the texts at all (`content`, ours),
+the team it was made for (one behaviour embedding per seat), and each seat's output lengths on the
+validation questions its behaviour embeddings were initialised from (App. C's truncation reads their
+quantiles). Config validation, checkpoints and truncation caps read this without loading torch.
 """
 
 from __future__ import annotations
