@@ -27,7 +27,7 @@ setting (an untrained network: true), an explicit value must match it. `protocol
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -172,8 +172,10 @@ async def decide(
     if policy.arch.n_agents != n:
         raise ValueError(f"cpp: the policy was made for {policy.arch.n_agents} seats, the team has {n}")
     encoder = encoder_for(policy.arch.encoder)
+    # a network that reads no text (`content` false) zeroes every embedding: none is computed
+    embed = encoder.embed if policy.arch.content else _blank(encoder.dim)
     texts = [response_text(v, j, policy.arch.author_tag) for j, v in enumerate(state.latest)]
-    responses = await encoder.embed(texts)
+    responses = await embed(texts)
     kept: list[list[int]] = [[] for _ in range(n)]
     keep = [[[0, False, 0.0] for _ in range(n)] for _ in range(n)]
     queries = np.zeros((n, n, encoder.dim), np.float32)
@@ -182,7 +184,7 @@ async def decide(
     logp = 0.0
     for k in range(n):
         cand = [order(i, n)[k] for i in range(n)]
-        queries[:, k] = await encoder.embed(
+        queries[:, k] = await embed(
             [query_text(state.question, [texts[j] for j in kept[i]]) for i in range(n)]
         )
         p = policy.probs(np.arange(n), queries[:, k], responses[cand], np.asarray(cand), cues[:, k])
@@ -207,6 +209,15 @@ async def decide(
         "_candidates": np.stack([responses[[order(i, n)[k] for k in range(n)]] for i in range(n)]),
     }
     return Decision(Graph(n, edges), max_tokens=caps, record=record, hidden_own=hidden)
+
+
+def _blank(dim: int) -> Callable[[Sequence[str]], Awaitable[np.ndarray]]:
+    """An encoder's `embed` for a network that reads no text: zeros of the encoder's size."""
+
+    async def embed(texts: Sequence[str]) -> np.ndarray:
+        return np.zeros((len(texts), dim), np.float32)
+
+    return embed
 
 
 @dataclass(frozen=True)
