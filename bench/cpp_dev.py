@@ -146,7 +146,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         **(
             {}
             if args.adversary is None
-            else {"never keep the adversary": build_method("never_keep", {**SHARED, "seat": adversaries[0]})}
+            else {
+                "never keep the adversary": build_method("never_keep", {**SHARED, "seat": adversaries[0]}),
+                # the best rule told the adversary's seat on the test items (docs/methods/cpp.md)
+                "confidence_keep 3/3, never keeping it": build_method(
+                    "confidence_keep",
+                    {**SHARED, "keep_at": 3, "hide_own_at": 3, "never_seat": adversaries[0]},
+                ),
+            }
         ),
         "CPP (best eval)": build_method(
             "cpp", {**SHARED, "checkpoint": str(out / "checkpoints" / "best.npz")}
