@@ -191,3 +191,26 @@ def test_the_rule_grid_marks_its_pareto_front(capsys: pytest.CaptureFixture[str]
     assert printed.splitlines()[0].endswith("; seat 1 adversarial")
     with pytest.raises(SystemExit):
         rules_main(["--items", "4", "--adversary", "7"])
+
+
+def test_the_rule_search_flips_only_its_cells_and_counts_the_visits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from bench.cpp_rule_search import FlippedRule
+    from bench.cpp_rule_search import main as search_main
+
+    conf, answers = (2, 4, 4), ("a", "b", "c")
+    rule = FlippedRule(keep_at=3, hide_own_at=3, skip_agreeing=True)
+    assert rule.keeps(0, 1, conf, answers) and rule.keeps(0, 2, conf, answers)  # confident, differing
+    assert not rule.keeps(0, 0, conf, answers)  # unsure own response
+    assert rule.visits[(-1, 0, 0, 2, 4)] == 2 and rule.visits[(1, 0, 0, 2, 4)] == 1
+    any_seat = FlippedRule(keep_at=3, hide_own_at=3, skip_agreeing=True, flips=frozenset([(-1, 0, 0, 2, 4)]))
+    assert not any_seat.keeps(0, 1, conf, answers) and not any_seat.keeps(0, 2, conf, answers)
+    seat_1 = FlippedRule(keep_at=3, hide_own_at=3, skip_agreeing=True, flips=frozenset([(1, 0, 0, 2, 4)]))
+    assert not seat_1.keeps(0, 1, conf, answers) and seat_1.keeps(0, 2, conf, answers)
+    assert seat_1.keeps(0, 0, (2, 4, 4), ("b", "b", "c")) is False  # other cells as the rule decides
+    search_main(["--items", "3", "--seeds", "0", "--check-seeds", "1", "--min-visits", "1"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("from confidence_keep 3/3 skip: ")
+    labels = [line.split(" | ")[0][2:] for line in lines if line.startswith("| ")][-3:]
+    assert labels[:2] == ["Full-Debate", "confidence_keep 3/3 skip"] and labels[2].startswith("the table: ")
