@@ -82,12 +82,15 @@ def evaluate(
     return np.array(asyncio.run(run())), by_kind
 
 
-def dev_parser(doc: str | None, name_help: str, set_help: str) -> argparse.ArgumentParser:
+def dev_parser(
+    doc: str | None, name_help: str, set_help: str, name: str | None = None
+) -> argparse.ArgumentParser:
     """The options every development-items script shares: the training (config, name, keys, output
-    dir) and the development items (offset in the train split, count, seeds)."""
+    dir) and the development items (offset in the train split, count, seeds). `name`: the default
+    name of a script that trains nothing; else --name is required."""
     p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", default="examples/train_cpp_main.yaml")
-    p.add_argument("--name", required=True, help=name_help)
+    p.add_argument("--name", required=name is None, default=name, help=name_help)
     p.add_argument("--set", action="append", default=[], help=set_help)
     p.add_argument("--out", default="runs/cpp-dev")
     p.add_argument("--offset", type=int, default=1000, help="first development item of the train split")

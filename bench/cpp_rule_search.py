@@ -66,9 +66,7 @@ class FlippedRule(ConfidenceKeep):
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    p = dev_parser(__doc__, "unused: the training config's items only", "a training key (the team)")
-    next(a for a in p._actions if a.dest == "name").required = False  # names no training here
-    p.set_defaults(name="rule-search")
+    p = dev_parser(__doc__, "unused: it trains nothing", "a training key (the team)", name="rule-search")
     p.add_argument("--base", choices=sorted(BASES), default="3/3 skip", help="the rule searched from")
     p.add_argument("--by-seat", action="store_true", help="also flip each cell for one author seat")
     p.add_argument("--adversary", type=int, default=None, help="agents entry N adversarial")
@@ -82,9 +80,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     samples = load_benchmark(ds.name, "train", limit=args.items, offset=args.offset, seed=ds.seed)
     shell = build_method("confidence_keep", {**SHARED, **BASES[args.base]})
 
-    def rule(flips: frozenset[Cell] = frozenset()) -> tuple[Method, FlippedRule]:
-        router = FlippedRule(**BASES[args.base], flips=flips)
-        return replace(shell, router=router), router
+    def rule(flips: frozenset[Cell] = frozenset()) -> Method:
+        return replace(shell, router=FlippedRule(**BASES[args.base], flips=flips))
 
     def score(method: Method, seeds: Sequence[int]) -> np.ndarray:
         """(episodes, 2): correct, cost."""
@@ -92,9 +89,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     full = build_method("fixed", {"topology": "clique", **SHARED})
     start = time.monotonic()
-    method, router = rule()
+    method = rule()
     base = score(method, args.seeds)
-    cells = [c for c, v in router.visits.items() if v >= args.min_visits and (args.by_seat or c[0] == -1)]
+    visits = method.router.visits  # the cells the rule reached on the search seeds
+    cells = [c for c, v in visits.items() if v >= args.min_visits and (args.by_seat or c[0] == -1)]
     print(
         f"from confidence_keep {args.base}: {len(cells)} cells visited >= {args.min_visits} times; "
         f"search seeds {args.seeds}, check seeds {args.check_seeds}, {args.items} items"
@@ -103,16 +101,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("| --- | --- | --- | --- |")
     gains: list[Cell] = []
     for cell in sorted(cells):
-        res = score(rule(frozenset([cell]))[0], args.seeds)
+        res = score(rule(frozenset([cell])), args.seeds)
         d_correct = int((res[:, 0] - base[:, 0]).sum())
         d_cost = res[:, 1].mean() / base[:, 1].mean() - 1
         if d_correct > 0:
             gains.append(cell)
-        print(f"| {cell} | {router.visits[cell]} | {d_correct:+d} | {d_cost:+.1%} |")
+        print(f"| {cell} | {visits[cell]} | {d_correct:+d} | {d_cost:+.1%} |")
     rows = {
         "Full-Debate": full,
-        f"confidence_keep {args.base}": rule()[0],
-        f"the table: {len(gains)} gaining flips": rule(frozenset(gains))[0],
+        f"confidence_keep {args.base}": rule(),
+        f"the table: {len(gains)} gaining flips": rule(frozenset(gains)),
     }
     print(f"\non the check seeds {args.check_seeds} ({time.monotonic() - start:.0f} s of search)")
     print("| policy | accuracy | vs the rule | cost, % of Full-Debate |\n| --- | --- | --- | --- |")
