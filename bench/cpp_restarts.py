@@ -1,4 +1,4 @@
-"""Which of one train seed's Adv-CPP restarts the cpp bench tests (bench/cpp_vs_full.py), and the
+"""Which of one train seed's CPP or Adv-CPP restarts the cpp bench tests (bench/cpp_vs_full.py), and the
 trainings a run may take from an earlier one instead of training them again.
 
 Two choices, declared by the protocol (bench/protocols/README.md): without `adv_choice`, the restart
@@ -17,6 +17,33 @@ from typing import Any
 
 import debate.policies.checkpoint as ckpt
 from sweep.config.errors import ConfigError
+
+
+def check_restarts(p: Any, stride: int) -> None:
+    """ValueError (a protocol's validation) when protocol `p`'s restarts reuse a train or test seed
+    (restart r of train seed s trains with s + `stride` r), or a choice among them has nothing to
+    choose between, is the test split or runs under a test seed (or one seed twice)."""
+    most, key = max((p.adv_restarts, "adv_restarts"), (p.restarts, "restarts"))
+    for seed in (s + stride * r for s in p.train_seeds for r in range(1, most)):
+        if seed in p.train_seeds or seed in p.test_seeds:
+            raise ValueError(
+                f"{key}: restart seed {seed} (a train seed + {stride} x restart) is also a train or "
+                f"test seed; pick seeds below {stride}"
+            )
+    for key, c, restarts in (("choice", p.choice, p.restarts), ("adv_choice", p.adv_choice, p.adv_restarts)):
+        if c is None:
+            continue
+        if restarts < 2:
+            how = key.replace("choice", "restarts")
+            raise ValueError(f"{key}: nothing to choose between; set {how} >= 2 or remove it")
+        if (c.dataset, c.split) == (p.test.dataset, p.test.split):
+            raise ValueError(
+                f"{key}.split: '{c.split}' is the test items' split; choose on items the test never holds"
+            )
+        for seed in (s for s in c.seeds if s in p.test_seeds):
+            raise ValueError(f"{key}.seeds: {seed} is a test seed; choose under seeds the test never uses")
+        for seed in (s for i, s in enumerate(c.seeds) if s in c.seeds[:i]):
+            raise ValueError(f"{key}.seeds: seed {seed} appears twice; list each seed once")
 
 
 def best_eval(outcome: Any) -> float:
@@ -41,22 +68,22 @@ def most_accurate(outcomes: Sequence[Any], accuracy: Callable[[str], float]) -> 
 
 
 def choose(
-    outcomes: Sequence[Any], by_accuracy: bool, accuracy: Callable[[str], float]
+    outcomes: Sequence[Any],
+    by_accuracy: bool,
+    accuracy: Callable[[str], float],
+    who: str = "adversarial: Adv-CPP",
 ) -> tuple[int, str, str]:
     """One seed's restart to test, as (index, the report's note key, the note): by `accuracy` on the
-    protocol's choice items when `by_accuracy`, else by the best evaluation on training items."""
+    protocol's choice items when `by_accuracy`, else by the best evaluation on training items; `who`
+    starts the note key."""
     if len(outcomes) == 1:
         return 0, "", ""
     if by_accuracy:
         pick, scores = most_accurate(outcomes, accuracy)
         note = ", ".join(f"{a:.3f}" for a in scores)
-        return (
-            pick,
-            "adversarial: Adv-CPP restart tested (accuracy of each on the choice items)",
-            f"r{pick} ({note})",
-        )
+        return pick, f"{who} restart tested (accuracy of each on the choice items)", f"r{pick} ({note})"
     pick, note = chosen(outcomes), ", ".join(f"{best_eval(o):+.3f}" for o in outcomes)
-    return pick, "adversarial: Adv-CPP restart tested (best eval.return of each)", f"r{pick} ({note})"
+    return pick, f"{who} restart tested (best eval.return of each)", f"r{pick} ({note})"
 
 
 def stored_fingerprint(training: Path) -> str | None:

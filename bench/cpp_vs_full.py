@@ -219,30 +219,29 @@ def main(argv: Sequence[str] | None = None) -> None:
     test_seeds = proto.test_seeds if proto else seeds  # each training's evaluation seed
     items = protocol.test_items(proto, "arith", "test", args.items)
     extra = proto.baseline_rows() if proto else []
-    restarts = proto.adv_restarts if proto else 1
-    jobs = [(s, args.updates, args.out, args.sets, False, proto, 0) for s in seeds]
+    own, restarts = (proto.restarts, proto.adv_restarts) if proto else (1, 1)
+    jobs = [(s, args.updates, args.out, args.sets, False, proto, r) for s in seeds for r in range(own)]
     jobs += [(s, args.updates, args.out, args.sets, True, proto, r) for s in seeds for r in range(restarts)]
-    choice = proto.adv_choice if proto else None
-    on = (
-        load_benchmark(choice.dataset, choice.split, choice.items, choice.offset, choice.shuffle_seed)
-        if choice
-        else []
+    choice, honest = (proto.adv_choice, proto.choice) if proto else (None, None)
+    on, on_honest = (
+        load_benchmark(c.dataset, c.split, c.items, c.offset, c.shuffle_seed) if c else []
+        for c in (choice, honest)
     )
     with protocol.one_line():  # each training's setup, once: the protocol's checks and --reuse read them
         setups = [setup_and_agents(*job)[0] for job in jobs] if proto or args.reuse else []
     if proto:
         with protocol.one_line():
-            if restarts > 1 and choice is None and any(s.cfg.eval_every == 0 for s in setups):
-                raise ConfigError(
-                    "adv_restarts: choosing a restart needs evaluations; set eval_every > 0 in train.set"
-                )
-            if choice is not None and choice.dataset != "arith":
-                raise ConfigError(
-                    f"adv_choice.dataset: this bench evaluates on arith, not '{choice.dataset}'"
-                )
+            for key, n, c in (("restarts", own, honest), ("adv_restarts", restarts, choice)):
+                if n > 1 and c is None and any(s.cfg.eval_every == 0 for s in setups):
+                    raise ConfigError(
+                        f"{key}: choosing a restart needs evaluations; set eval_every > 0 in train.set"
+                    )
+                if c is not None and c.dataset != "arith":
+                    name = key.replace("restarts", "choice")
+                    raise ConfigError(f"{name}.dataset: this bench evaluates on arith, not '{c.dataset}'")
             rows = labels(args.truncate, [label for label, _, _ in extra])
             protocol.begin(args.protocol, proto, args.out, setups, items, rows, ("accuracy", "cost"), 2,
-                           args.updates, on)  # fmt: skip
+                           args.updates, on, on_honest)  # fmt: skip
     if args.reuse:
         with protocol.one_line():
             wanted = {Path(s.out).name: s.fingerprint() for s in setups}
@@ -254,16 +253,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     notes: dict[str, list[Any]] = {}  # the report's per-seed lines
     for i, (seed, test_seed) in enumerate(zip(seeds, test_seeds, strict=True)):
         _, agents = setup_and_agents(seed, args.updates, args.out, args.sets, False, proto)
-        mine, tried = outcomes[i], outcomes[len(seeds) + restarts * i : len(seeds) + restarts * (i + 1)]
-        team, shared = teams(agents)[1], proto.method_args if proto else {}
+        mine = outcomes[own * i : own * (i + 1)]
+        tried = outcomes[len(seeds) * own + restarts * i : len(seeds) * own + restarts * (i + 1)]
+        shared = proto.method_args if proto else {}
+        picked = []
+        for runs, team, c, where, who in (
+            (mine, teams(agents)[0], honest, on_honest, "vanilla: CPP"),
+            (tried, teams(agents)[1], choice, on, "adversarial: Adv-CPP"),
+        ):
 
-        def accuracy(path: str, t: list[Agent] = team, m: Mapping[str, Any] = shared) -> float:
-            return accuracy_on(path, t, on, choice.seeds if choice else [], m)
+            def accuracy(
+                path: str, t: list[Agent] = team, w: Any = where, c: Any = c, m: Any = shared
+            ) -> float:
+                return accuracy_on(path, t, w, c.seeds if c else [], m)
 
-        pick, key, note = choose(tried, choice is not None, accuracy)
-        if key:
-            notes.setdefault(key, []).append(note)
-        adv = tried[pick]
+            pick, key, note = choose(runs, c is not None, accuracy, who)
+            if key:
+                notes.setdefault(key, []).append(note)
+            picked.append(runs[pick])
+        mine, adv = picked
         policies = (str(mine.best or mine.policy), str(mine.policy), str(adv.best or adv.policy))
         got = run_seed(
             test_seed,

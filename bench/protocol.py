@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 import actors.populations as populations
+from bench.cpp_restarts import check_restarts
 from common.names import closest
 from debate.methods import build_method
 from debate.registry import SHARED_DEFAULTS
@@ -57,9 +58,9 @@ class Test(_Strict):
 
 
 class Choice(_Strict):
-    """The items and seeds the cpp bench chooses among Adv-CPP's restarts on: each restart's policy runs
-    them under the adversary and the most accurate is tested. Never test items, never training items
-    (the bench compares item ids with the trainings' before anything is written)."""
+    """The items and seeds the cpp bench chooses among restarts on: each restart's policy runs them (on
+    the honest team for CPP, under the adversary for Adv-CPP) and the most accurate is tested. Never
+    test items, never training items (the bench compares item ids with the trainings' first)."""
 
     dataset: Label
     split: Label
@@ -107,10 +108,13 @@ class Protocol(_Strict):
     # arguments every method takes (debate.registry.SHARED_DEFAULTS, e.g. reasoning_chars), given to
     # every method the bench runs; the training must resolve to the same (checked)
     method_args: dict[str, Any] = {}
-    # the cpp bench: Adv-CPP trainings per train seed (restart r trains with seed + 1000 r); the one
-    # whose best evaluation on training items scored highest (eval.return) is the one tested
+    # the cpp bench: honest CPP's and Adv-CPP's trainings per train seed (restart r trains with seed +
+    # 1000 r); the one whose best evaluation on its training items scored highest (eval.return) is tested
+    restarts: Annotated[int, Field(ge=1, le=8, strict=True)] = 1
     adv_restarts: Annotated[int, Field(ge=1, le=8, strict=True)] = 1
-    # with it, the restart chosen is the most accurate on these items instead (bench/protocols/README.md)
+    # with one, the restart chosen is the most accurate on these items instead, on the honest team
+    # (`choice`) or under the adversary (`adv_choice`) (bench/protocols/README.md)
+    choice: Choice | None = None
     adv_choice: Choice | None = None
     # the cpp bench: the Adv-CPP trainings' coefficients where they differ from `reward`
     adv_reward: dict[str, Finite] = {}
@@ -124,6 +128,8 @@ class Protocol(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Protocol:
+        if self.restarts > 1 and self.learner != "cpp":
+            raise ValueError("restarts: only the cpp bench restarts its trainings; remove it")
         adv_only = (
             ("adv_restarts", self.adv_restarts > 1, "remove it"),
             ("train.adv_set", self.train.adv_set, "move its keys to train.set"),
@@ -132,14 +138,7 @@ class Protocol(_Strict):
         for key, given, fix in adv_only:
             if given and self.learner != "cpp":
                 raise ValueError(f"{key}: only the cpp bench trains Adv-CPP; {fix}")
-        for seed in (s + RESTART_STRIDE * r for s in self.train_seeds for r in range(1, self.adv_restarts)):
-            if seed in self.train_seeds or seed in self.test_seeds:
-                raise ValueError(
-                    f"adv_restarts: restart seed {seed} (a train seed + {RESTART_STRIDE} x restart) is also "
-                    f"a train or test seed; pick seeds below {RESTART_STRIDE}"
-                )
-        if self.adv_choice is not None:
-            self._check_choice(self.adv_choice)
+        check_restarts(self, RESTART_STRIDE)  # the cpp bench's restarts and their choices
         for seed in sorted(set(self.train_seeds) & set(self.test_seeds)):
             raise ValueError(
                 f"test_seeds: {seed} is in train_seeds too; test seeds never seen in training: "
@@ -202,20 +201,6 @@ class Protocol(_Strict):
                 )
         return self
 
-    def _check_choice(self, c: Choice) -> None:
-        if self.adv_restarts < 2:
-            raise ValueError("adv_choice: nothing to choose between; set adv_restarts >= 2 or remove it")
-        if (c.dataset, c.split) == (self.test.dataset, self.test.split):
-            raise ValueError(
-                f"adv_choice.split: '{c.split}' is the test items' split; choose on items the test never holds"
-            )
-        for seed in (s for s in c.seeds if s in self.test_seeds):
-            raise ValueError(
-                f"adv_choice.seeds: {seed} is a test seed; choose under seeds the test never uses"
-            )
-        for seed in (s for i, s in enumerate(c.seeds) if s in c.seeds[:i]):
-            raise ValueError(f"adv_choice.seeds: seed {seed} appears twice; list each seed once")
-
     def training(self, seed: int, adversarial: bool = False) -> tuple[Path, list[str], list[str]]:
         """`load_train`'s config, training keys and base-sweep overrides for the training `seed`
         (`adversarial`: an Adv-CPP training, with `train.adv_set` after `train.set`)."""
@@ -232,7 +217,7 @@ class Protocol(_Strict):
 
 
 SECTIONS: dict[str, type[BaseModel]] = dict(
-    train=Train, test=Test, baselines=Baseline, targets=Target, adv_choice=Choice
+    train=Train, test=Test, baselines=Baseline, targets=Target, choice=Choice, adv_choice=Choice
 )
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import actors.populations as populations
-from bench.protocol import Protocol, Test, load_protocol, protocol_hash, shown
+from bench.protocol import Choice, Protocol, Test, load_protocol, protocol_hash, shown
 from bench.protocol_results import claim, targets_table
 from common.names import closest
 from data.benchmarks.registry import load_benchmark
@@ -125,22 +125,26 @@ def check_rows(p: Protocol, rows: Sequence[str], metrics: Sequence[str]) -> None
             )
 
 
-def pins(setups: Sequence[TrainSetup], items: Sequence[Any], choice: Sequence[Any] = ()) -> dict[str, str]:
+def pins(
+    setups: Sequence[TrainSetup], items: Sequence[Any], choice: Sequence[Any] = (), honest: Sequence[Any] = ()
+) -> dict[str, str]:
     """Digests of what a protocol resolves to: every training (fingerprint, updates), the test items
-    and, where it has them, the items Adv-CPP's restarts are chosen on."""
+    and, where it has them, the items Adv-CPP's restarts (`choice`) and CPP's (`honest`) are chosen on."""
     trainings = [[s.fingerprint(), s.updates] for s in setups]
     got = {"training": stable_hash(trainings), "test_items": stable_hash([str(i.id) for i in items])}
-    return got | ({"choice_items": stable_hash([str(i.id) for i in choice])} if choice else {})
+    got |= {"choice_items": stable_hash([str(i.id) for i in choice])} if choice else {}
+    return got | ({"honest_choice_items": stable_hash([str(i.id) for i in honest])} if honest else {})
 
 
-def check_choice(setups: Sequence[TrainSetup], choice: Sequence[Any]) -> None:
-    """No item Adv-CPP's restarts are chosen on is one a training draws its episodes from."""
+def check_choice(setups: Sequence[TrainSetup], choice: Sequence[Any], key: str = "adv_choice") -> None:
+    """No item restarts are chosen on (those of protocol key `key`) is one a training draws its
+    episodes from."""
     for setup in setups:
         d = setup.base.datasets[0]
         trained = {str(i.id) for i in load_benchmark(d.name, d.split, d.limit, d.offset, d.seed, d.path)}
         for item in (i for i in choice if str(i.id) in trained):
             raise ConfigError(
-                f"adv_choice: item {item.id} is one the training draws from; give an offset past its items"
+                f"{key}: item {item.id} is one the training draws from; give an offset past its items"
             )
 
 
@@ -163,15 +167,17 @@ def check_items(p: Protocol, items: Sequence[Any]) -> None:
 
 def begin(path: str | Path, p: Protocol, out: str | Path, setups: Sequence[TrainSetup], items: Sequence[Any],
           rows: Sequence[str], metrics: Sequence[str], rounds: int, updates: int | None,
-          choice: Sequence[Any] = ()) -> None:  # fmt: skip
+          choice: Sequence[Any] = (), honest: Sequence[Any] = ()) -> None:  # fmt: skip
     """Before training: each training checked against the protocol, each target's rows, the items
-    restarts are chosen on (`choice`) against the trainings', the ledger claimed."""
+    restarts are chosen on (Adv-CPP's `choice`, CPP's `honest`) against the trainings', the ledger
+    claimed."""
     for setup in setups:
         check_setup(p, setup, rounds, updates)
     check_items(p, items)
     check_rows(p, rows, metrics)
     check_choice(setups, choice)
-    claim(out, path, pins(setups, items, choice))
+    check_choice(setups, honest, "choice")
+    claim(out, path, pins(setups, items, choice, honest))
 
 
 def header(path: str | Path, p: Protocol) -> str:
@@ -183,7 +189,8 @@ def header(path: str | Path, p: Protocol) -> str:
         f"{p.train_seeds}; evaluated on {test.dataset} {test.split}[{span(test.offset, test.items)}] (shuffle seed "
         f"{test.shuffle_seed}), test seeds {p.test_seeds}"
         f"{f'; every method with {p.method_args}' if p.method_args else ''}"
-        f"{f'; Adv-CPP the best of {p.adv_restarts} trainings per seed {chosen_on(p)}' if p.adv_restarts > 1 else ''}"
+        f"{f'; CPP the best of {p.restarts} trainings per seed {chosen_on(p.choice, False)}' if p.restarts > 1 else ''}"
+        f"{f'; Adv-CPP the best of {p.adv_restarts} trainings per seed {chosen_on(p.adv_choice)}' if p.adv_restarts > 1 else ''}"
         f"{adv_own(p)}\n"
     )
 
@@ -200,13 +207,13 @@ def span(offset: int, items: int) -> str:
     return f":{items}" if offset == 0 else f"{offset}:{offset + items}"
 
 
-def chosen_on(p: Protocol) -> str:
-    """How the protocol chooses among Adv-CPP's restarts, in words."""
-    c = p.adv_choice
+def chosen_on(c: Choice | None, adversary: bool = True) -> str:
+    """How the protocol chooses among restarts (Adv-CPP's under the `adversary`, else CPP's), in words."""
     if c is None:
         return "on training items"
     shuffled = "" if c.shuffle_seed is None else f" (shuffle seed {c.shuffle_seed})"
-    return f"by accuracy under the adversary on {c.dataset} {c.split}[{c.offset}:{c.offset + c.items}]{shuffled}, seeds {c.seeds}"
+    team = "under the adversary" if adversary else "on the honest team"
+    return f"by accuracy {team} on {c.dataset} {c.split}[{c.offset}:{c.offset + c.items}]{shuffled}, seeds {c.seeds}"
 
 
 def report(path: str | Path, p: Protocol, out: str | Path, rows: Mapping[str, Sequence[Any]]) -> str:

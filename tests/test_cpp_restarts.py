@@ -1,5 +1,5 @@
-"""Adv-CPP's restarts under a protocol (bench/cpp_restarts.py, `adv_restarts` and `adv_choice` in
-bench/protocol.py): which restart the cpp bench tests, the refusals of a choice that could see
+"""CPP's and Adv-CPP's restarts under a protocol (bench/cpp_restarts.py; `restarts`, `choice`,
+`adv_restarts` and `adv_choice` in bench/protocol.py): which restart the cpp bench tests, the refusals of a choice that could see
 training or test items, and trainings taken from an earlier run (`--reuse`)."""
 
 from __future__ import annotations
@@ -110,6 +110,35 @@ def test_adv_choice_names_items_outside_the_training_and_the_test(tmp_path: Path
         assert line.startswith(start), line
 
 
+def test_cpps_own_restarts_are_chosen_on_the_honest_team_by_their_own_keys(tmp_path: Path) -> None:
+    def own(raw: dict[str, Any], **choice: Any) -> None:
+        _cpp_example(raw)
+        raw.update(restarts=3, test_seeds=[100], choice={**CHOICE, **choice})
+
+    p = load_protocol(write(tmp_path, own))
+    assert (p.restarts, p.adv_restarts, p.adv_choice) == (3, 1, None)
+    said = header(write(tmp_path, own), p)
+    assert (
+        "; CPP the best of 3 trainings per seed by accuracy on the honest team on arith train[1000:1003]"
+        in said
+    )
+    assert "Adv-CPP the best" not in said
+    cases = [
+        (lambda r: (own(r), r.update(restarts=1)), "choice: nothing to choose between; set restarts >= 2"),
+        (lambda r: own(r, split="test"), "choice.split: 'test' is the test items' split"),
+        (lambda r: own(r, seeds=[100]), "choice.seeds: 100 is a test seed"),
+        (lambda r: (own(r), r.update(test_seeds=[2000 + s for s in r["train_seeds"]])), "restarts: restart seed 2000"),
+        (lambda r: r.update(restarts=2, test_seeds=[100]), "restarts: only the cpp bench restarts its trainings"),
+    ]  # fmt: skip
+    for edit, start in cases:
+        line = refusal(lambda e=edit: load_protocol(write(tmp_path, e)))
+        assert line.startswith(start), line
+    runs = [SimpleNamespace(best=None, policy=Path(f"r{i}.npz")) for i in range(2)]
+    scores = {"r0.npz": 0.6, "r1.npz": 0.55}
+    key = "vanilla: CPP restart tested (accuracy of each on the choice items)"
+    assert choose(runs, True, scores.__getitem__, "vanilla: CPP") == (0, key, "r0 (0.600, 0.550)")
+
+
 def test_the_choice_items_are_never_a_trainings_and_are_pinned() -> None:
     dataset = DatasetSpec(name="arith", split="train", limit=1000, offset=0, seed=7)  # shuffled
     setup = SimpleNamespace(base=SimpleNamespace(datasets=[dataset]))
@@ -122,6 +151,9 @@ def test_the_choice_items_are_never_a_trainings_and_are_pinned() -> None:
     assert line.startswith(f"adv_choice: item {inside.id} is one the training draws from"), line
     assert "choice_items" not in pins([], past[:1])
     assert pins([], past[:1], past)["choice_items"] != pins([], past[:1], past[:2])["choice_items"]
+    assert set(pins([], past[:1], (), past)) == {"training", "test_items", "honest_choice_items"}
+    line = refusal(lambda: check_choice([setup], [inside], "choice"))  # type: ignore[list-item]
+    assert line.startswith(f"choice: item {inside.id} is one the training draws from"), line
 
 
 def test_the_most_accurate_restart_is_tested_the_first_on_a_tie() -> None:
@@ -174,6 +206,7 @@ def test_the_cpp_bench_chooses_on_the_declared_items_and_reuses_an_earlier_runs_
 ) -> None:
     def tiny(raw: dict[str, Any]) -> None:
         _restarts(raw)
+        raw.update(restarts=2, choice={**CHOICE, "offset": 1003, "seeds": [201]})  # CPP's own, too
         raw["train"]["set"] = ["cpp.encoder=hashed", "cpp.behaviour_items=4", "pg.updates=1"]
         raw["train"]["set"] += ["pg.episodes_per_update=4", "eval_every=0"]  # the choice needs no evaluation
         raw["baselines"] = [
@@ -189,13 +222,16 @@ def test_the_cpp_bench_chooses_on_the_declared_items_and_reuses_an_earlier_runs_
         flags = ["--out", str(out), "--png", str(tmp_path / "p.png"), "--jobs", "1", *more]
         bench.main(["--protocol", str(path), *flags])
         printed.append(capsys.readouterr().out)
-    taken = f"- trainings taken from {first} (those of the same fingerprint, each resumed from its checkpoints): 3 of 3\n"
+    taken = f"- trainings taken from {first} (those of the same fingerprint, each resumed from its checkpoints): 4 of 4\n"
     assert taken in printed[1] and "trainings taken from" not in printed[0]
     assert printed[1].replace(taken, "") == printed[0]  # the same trainings, the same choice, the same rows
     choice = r"adversarial: Adv-CPP restart tested \(accuracy of each on the choice items\) per seed: r[01] \([01]\.\d{3}, [01]\.\d{3}\)"
     assert re.search(choice, printed[0]), printed[0]
+    own = r"vanilla: CPP restart tested \(accuracy of each on the choice items\) per seed: r[01] \([01]\.\d{3}, [01]\.\d{3}\)"
+    assert re.search(own, printed[0]), printed[0]
     per_seed = r"- accuracy per seed, adversary: Adv-CPP: [01]\.\d{3}\n- accuracy per seed, adversary: never keep the adversary: [01]\.\d{3}\n"
     assert re.search(per_seed, printed[0]), printed[0]
     assert (second / "adv-0-r1" / "checkpoints").is_dir() and (first / "adv-0-r1" / "checkpoints").is_dir()
     ledger = json.loads((second / "protocol.json").read_text(encoding="utf-8"))
-    assert set(ledger["pins"]) == {"training", "test_items", "choice_items"}
+    assert set(ledger["pins"]) == {"training", "test_items", "choice_items", "honest_choice_items"}
+    assert (second / "vanilla-0-r1" / "checkpoints").is_dir()
