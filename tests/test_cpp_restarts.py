@@ -235,3 +235,17 @@ def test_the_cpp_bench_chooses_on_the_declared_items_and_reuses_an_earlier_runs_
     ledger = json.loads((second / "protocol.json").read_text(encoding="utf-8"))
     assert set(ledger["pins"]) == {"training", "test_items", "choice_items", "honest_choice_items"}
     assert (second / "vanilla-0-r1" / "checkpoints").is_dir()
+
+
+def test_the_restart_agreement_centres_each_seed_and_names_a_missing_policy(tmp_path: Path) -> None:
+    agreement = _bench("cpp_restart_agreement")
+    got = agreement.centred([[0.5, 0.7], [0.1, 0.1, 0.4]])
+    assert got == pytest.approx([-0.1, 0.1, -0.1, -0.1, 0.2])
+    (tmp_path / "vanilla-0-r1").mkdir()
+    (tmp_path / "vanilla-0-r1" / "policy.npz").write_bytes(b"")
+    assert agreement.policy_of(tmp_path, 0, 1) == str(tmp_path / "vanilla-0-r1" / "policy.npz")
+    (tmp_path / "vanilla-0-r1" / "checkpoints").mkdir()
+    (tmp_path / "vanilla-0-r1" / "checkpoints" / "best.npz").write_bytes(b"")
+    assert agreement.policy_of(tmp_path, 0, 1).endswith("checkpoints/best.npz")  # the best first
+    line = refusal(lambda: agreement.policy_of(tmp_path, 0, 0))
+    assert line.startswith(f"--out: {tmp_path / 'vanilla-0'} holds no policy"), line
