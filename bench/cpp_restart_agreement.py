@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ is not an installed package
 
 from bench import protocol_bench as protocol  # noqa: E402
-from bench.cpp_vs_full import accuracy_on, setup_and_agents, teams  # noqa: E402
+from bench.cpp_vs_full import accuracy_on, setup_and_agents, teams, training_dir  # noqa: E402
 from bench.protocol import RESTART_STRIDE  # noqa: E402
 from data.benchmarks.registry import load_benchmark  # noqa: E402
 from sweep.config.errors import ConfigError  # noqa: E402
@@ -32,7 +32,7 @@ from sweep.config.errors import ConfigError  # noqa: E402
 
 def policy_of(out: Path, seed: int, restart: int) -> str:
     """The best policy (else the final one) of honest restart `restart` of train seed `seed`."""
-    tag = f"vanilla-{seed}" + (f"-r{restart}" if restart else "")
+    tag = training_dir(seed, False, restart)
     for path in (out / tag / "checkpoints" / "best.npz", out / tag / "policy.npz"):
         if path.is_file():
             return str(path)

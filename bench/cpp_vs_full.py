@@ -80,6 +80,11 @@ CONFIG = ROOT / "examples" / "train_cpp_simulated.yaml"
 V1_BASE = "sweep=cpp_simulated.yaml"
 
 
+def training_dir(seed: int, adversarial: bool, restart: int = 0) -> str:
+    """The dir name of one training under --out: `vanilla-<seed>` or `adv-<seed>`, `-r<r>` for r > 0."""
+    return ("adv" if adversarial else "vanilla") + f"-{seed}" + (f"-r{restart}" if restart else "")
+
+
 def setup_and_agents(
     seed: int,
     updates: int,
@@ -94,7 +99,7 @@ def setup_and_agents(
     extra = [
         f"overrides=[datasets.0.split=train, datasets.0.limit=1000, 'seeds=[0]', concurrency=64{', agents.1.adversarial=true' if adversarial else ''}]"
     ]
-    tag = ("adv" if adversarial else "vanilla") + f"-{seed}" + (f"-r{restart}" if restart else "")
+    tag = training_dir(seed, adversarial, restart)
     trained = seed + RESTART_STRIDE * restart
     own: tuple[Path, list[str], list[str]] = (
         CONFIG,
